@@ -1,0 +1,69 @@
+// The backend interface: where tensors live (Buffer) and what computes graphs
+// (Backend). The CPU backend implements it in cpu/; other devices follow the same shape.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+#include "core/graph.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+class Backend;
+
+/// A block of device memory that tensors are placed in.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual Backend& backend() const = 0;
+  /// Start of the memory as the backend addresses it.
+  virtual void* base() const = 0;
+  virtual size_t size() const = 0;
+  virtual size_t alignment() const = 0;
+  /// Lets a backend attach per-tensor state; the default places nothing extra.
+  virtual void init_tensor(Tensor* t) {}
+  /// Fills the whole buffer with a byte value.
+  virtual void clear(uint8_t value) = 0;
+
+  /// Puts `t` at `offset` bytes into this buffer (offset + t's size must fit).
+  void place(Tensor* t, size_t offset);
+};
+
+/// A device that holds tensors and computes graphs on them.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  /// A buffer of `size` bytes; an error when the device is out of memory.
+  virtual Result<std::unique_ptr<Buffer>> alloc_buffer(size_t size) = 0;
+  virtual size_t alignment() const = 0;
+
+  /// Copies host bytes into (from) a tensor's memory at a byte offset. May return before
+  /// the copy is done; synchronize() waits for all of them.
+  virtual void set_tensor_async(Tensor* t, const void* data, size_t offset, size_t size) = 0;
+  virtual void get_tensor_async(const Tensor* t, void* data, size_t offset, size_t size) = 0;
+  virtual void synchronize() = 0;
+
+  /// Whether this backend can compute `node` (its op, types and layout).
+  virtual bool supports_op(const Tensor* node) const = 0;
+  /// Computes every node of a graph whose tensors all have memory.
+  virtual Status compute(const Graph& graph) = 0;
+
+  /// Copies src (on any backend) into dst (on this backend); same type and shape,
+  /// both contiguous. The default stages through host memory.
+  virtual void copy_tensor_from(const Tensor* src, Tensor* dst);
+
+  void set_tensor(Tensor* t, const void* data, size_t offset, size_t size) {
+    set_tensor_async(t, data, offset, size);
+    synchronize();
+  }
+  void get_tensor(const Tensor* t, void* data, size_t offset, size_t size) {
+    get_tensor_async(t, data, offset, size);
+    synchronize();
+  }
+};
+
+}  // namespace tessera

@@ -1,0 +1,67 @@
+// The op set: an enum plus one small params struct per op that needs parameters.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <variant>
+
+namespace tessera {
+
+enum class Op : uint8_t {
+  None,       // a leaf: weight, input, or cache; has no computation
+  GetRows,    // rows of src0 picked by the I32 ids in src1
+  SetRows,    // writes rows of src1 into src0 at the I32 ids in src2; result is src0 itself
+  Add,        // src0 + src1, src1 broadcast over src0
+  Mul,        // src0 * src1, src1 broadcast over src0
+  Scale,      // src0 * s
+  MulMat,     // result[m, n] = dot(src0 row m, src1 row n); src0 broadcast over dims 2-3
+  RmsNorm,    // x / sqrt(mean(x^2) + eps) along dim 0
+  Norm,       // (x - mean) / sqrt(var + eps) along dim 0
+  Rope,       // rotary position embedding; src1 = I32 positions (one per dim-2 index)
+  SoftMax,    // softmax(src0 * scale + src1 mask) along dim 0; mask optional
+  Silu,       // x * sigmoid(x)
+  Gelu,       // tanh approximation
+  Cpy,        // converts src0 into the layout and type of src1; result is a view of src1
+  Cont,       // contiguous copy of src0 (possibly with type change)
+  Concat,     // src0 and src1 joined along `dim`
+  View,       // a window into view_src (strides and offset)
+  Reshape,    // same data, other shape (contiguous sources only)
+  Permute,    // axes reordered
+  Transpose,  // dims 0 and 1 swapped
+  Count
+};
+
+std::string_view op_name(Op op);
+
+/// True for ops whose result is a window into another tensor's memory.
+inline bool op_is_view(Op op) {
+  return op == Op::View || op == Op::Reshape || op == Op::Permute || op == Op::Transpose;
+}
+
+struct NormParams {
+  float eps;
+};
+struct ScaleParams {
+  float scale;
+};
+enum class RopeMode : int32_t {
+  Normal = 0,  // rotates pairs (x[2i], x[2i+1]) — LLaMA as stored in GGUF
+  NeoX = 2,    // rotates pairs (x[i], x[i + n_dims/2]) — GPT-NeoX, Falcon, ...
+};
+struct RopeParams {
+  int32_t n_dims;  // leading dimensions rotated; the rest pass through
+  RopeMode mode;
+  float freq_base;
+  float freq_scale;
+};
+struct SoftMaxParams {
+  float scale;
+};
+struct ConcatParams {
+  int32_t dim;
+};
+
+using OpParams =
+    std::variant<std::monostate, NormParams, ScaleParams, RopeParams, SoftMaxParams, ConcatParams>;
+
+}  // namespace tessera

@@ -1,0 +1,175 @@
+#include "core/ops.h"
+
+#include "core/check.h"
+
+namespace tessera::ops {
+namespace {
+
+Tensor* new_node(Graph& g, Op op, DType type, const Shape& ne, Tensor* a, Tensor* b = nullptr,
+                 Tensor* c = nullptr) {
+  Tensor* t = g.arena().new_tensor(type, ne);
+  t->op = op;
+  t->src = {a, b, c};
+  return t;
+}
+
+Tensor* new_view(Graph& g, Op op, Tensor* a, const Shape& ne, const Strides& nb, size_t offset) {
+  Tensor* t = new_node(g, op, a->type, ne, a);
+  t->nb = nb;
+  // A view of a view points at the memory's owner.
+  t->view_src = a->view_src ? a->view_src : a;
+  t->view_offset = (a->view_src ? a->view_offset : 0) + offset;
+  return t;
+}
+
+bool can_broadcast(const Tensor* a, const Tensor* b) {
+  for (int i = 0; i < kMaxDims; ++i) {
+    if (b->ne[i] == 0 || a->ne[i] % b->ne[i] != 0) return false;
+  }
+  return true;
+}
+
+Tensor* unary(Graph& g, Op op, Tensor* a) {
+  TESSERA_CHECK(a->type == DType::F32);
+  return new_node(g, op, DType::F32, a->ne, a);
+}
+
+Tensor* binary(Graph& g, Op op, Tensor* a, Tensor* b) {
+  TESSERA_CHECK(a->type == DType::F32 && b->type == DType::F32);
+  TESSERA_CHECK_MSG(can_broadcast(a, b), "b cannot be broadcast to a");
+  return new_node(g, op, DType::F32, a->ne, a, b);
+}
+
+}  // namespace
+
+Tensor* get_rows(Graph& g, Tensor* a, Tensor* ids) {
+  TESSERA_CHECK(ids->type == DType::I32 && ids->ne[1] == 1 && ids->ne[2] == 1 && ids->ne[3] == 1);
+  TESSERA_CHECK(a->ne[2] == 1 && a->ne[3] == 1);
+  return new_node(g, Op::GetRows, DType::F32, {a->ne[0], ids->ne[0], 1, 1}, a, ids);
+}
+
+Tensor* set_rows(Graph& g, Tensor* dst, Tensor* src, Tensor* ids) {
+  TESSERA_CHECK(ids->type == DType::I32 && ids->nelements() == src->ne[1]);
+  TESSERA_CHECK(src->type == DType::F32 && src->ne[0] == dst->ne[0]);
+  TESSERA_CHECK(src->ne[2] == 1 && src->ne[3] == 1 && dst->ne[2] == 1 && dst->ne[3] == 1);
+  Tensor* t = new_view(g, Op::SetRows, dst, dst->ne, dst->nb, 0);
+  t->src = {dst, src, ids};
+  return t;
+}
+
+Tensor* add(Graph& g, Tensor* a, Tensor* b) { return binary(g, Op::Add, a, b); }
+Tensor* mul(Graph& g, Tensor* a, Tensor* b) { return binary(g, Op::Mul, a, b); }
+
+Tensor* scale(Graph& g, Tensor* a, float s) {
+  Tensor* t = unary(g, Op::Scale, a);
+  t->params = ScaleParams{s};
+  return t;
+}
+
+Tensor* mul_mat(Graph& g, Tensor* a, Tensor* b) {
+  TESSERA_CHECK_MSG(a->ne[0] == b->ne[0], "mul_mat: inner dimensions differ");
+  TESSERA_CHECK(b->type == DType::F32);
+  TESSERA_CHECK(b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0);
+  return new_node(g, Op::MulMat, DType::F32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, a, b);
+}
+
+Tensor* rms_norm(Graph& g, Tensor* a, float eps) {
+  Tensor* t = unary(g, Op::RmsNorm, a);
+  t->params = NormParams{eps};
+  return t;
+}
+
+Tensor* norm(Graph& g, Tensor* a, float eps) {
+  Tensor* t = unary(g, Op::Norm, a);
+  t->params = NormParams{eps};
+  return t;
+}
+
+Tensor* rope(Graph& g, Tensor* a, Tensor* pos, int n_dims, RopeMode mode, float freq_base,
+             float freq_scale) {
+  TESSERA_CHECK(a->type == DType::F32 && pos->type == DType::I32);
+  TESSERA_CHECK(pos->nelements() == a->ne[2] && a->ne[3] == 1);
+  TESSERA_CHECK(n_dims % 2 == 0 && n_dims <= a->ne[0]);
+  Tensor* t = new_node(g, Op::Rope, DType::F32, a->ne, a, pos);
+  t->params = RopeParams{n_dims, mode, freq_base, freq_scale};
+  return t;
+}
+
+Tensor* soft_max(Graph& g, Tensor* a, Tensor* mask, float scale) {
+  TESSERA_CHECK(a->type == DType::F32);
+  if (mask) {
+    TESSERA_CHECK(mask->type == DType::F32 && mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1]);
+    TESSERA_CHECK(mask->ne[2] == 1 && mask->ne[3] == 1);
+  }
+  Tensor* t = new_node(g, Op::SoftMax, DType::F32, a->ne, a, mask);
+  t->params = SoftMaxParams{scale};
+  return t;
+}
+
+Tensor* silu(Graph& g, Tensor* a) { return unary(g, Op::Silu, a); }
+Tensor* gelu(Graph& g, Tensor* a) { return unary(g, Op::Gelu, a); }
+
+Tensor* cpy(Graph& g, Tensor* a, Tensor* b) {
+  TESSERA_CHECK(a->nelements() == b->nelements());
+  Tensor* t = new_view(g, Op::Cpy, b, b->ne, b->nb, 0);
+  t->src = {a, b, nullptr};
+  return t;
+}
+
+Tensor* cont(Graph& g, Tensor* a, DType type) { return new_node(g, Op::Cont, type, a->ne, a); }
+
+Tensor* concat(Graph& g, Tensor* a, Tensor* b, int dim) {
+  TESSERA_CHECK(dim >= 0 && dim < kMaxDims && a->type == b->type && a->type == DType::F32);
+  Shape ne = a->ne;
+  for (int i = 0; i < kMaxDims; ++i) {
+    if (i != dim) TESSERA_CHECK(a->ne[i] == b->ne[i]);
+  }
+  ne[dim] += b->ne[dim];
+  Tensor* t = new_node(g, Op::Concat, DType::F32, ne, a, b);
+  t->params = ConcatParams{dim};
+  return t;
+}
+
+Tensor* view(Graph& g, Tensor* a, const Shape& ne, const Strides& nb, size_t offset) {
+  return new_view(g, Op::View, a, ne, nb, offset);
+}
+
+Tensor* reshape(Graph& g, Tensor* a, const Shape& ne) {
+  TESSERA_CHECK(a->is_contiguous());
+  TESSERA_CHECK(ne[0] * ne[1] * ne[2] * ne[3] == a->nelements());
+  return new_view(g, Op::Reshape, a, ne, contiguous_strides(a->type, ne), 0);
+}
+
+Tensor* permute(Graph& g, Tensor* a, int ax0, int ax1, int ax2, int ax3) {
+  const int axes[kMaxDims] = {ax0, ax1, ax2, ax3};
+  Shape ne{};
+  Strides nb{};
+  int seen = 0;
+  for (int i = 0; i < kMaxDims; ++i) {
+    TESSERA_CHECK(axes[i] >= 0 && axes[i] < kMaxDims);
+    seen |= 1 << axes[i];
+    ne[axes[i]] = a->ne[i];
+    nb[axes[i]] = a->nb[i];
+  }
+  TESSERA_CHECK_MSG(seen == 0xf, "permute: axes must be a permutation");
+  return new_view(g, Op::Permute, a, ne, nb, 0);
+}
+
+Tensor* transpose(Graph& g, Tensor* a) {
+  Tensor* t = permute(g, a, 1, 0, 2, 3);
+  t->op = Op::Transpose;
+  return t;
+}
+
+}  // namespace tessera::ops
+
+namespace tessera {
+std::string_view op_name(Op op) {
+  static constexpr std::string_view kNames[] = {
+      "none", "get_rows", "set_rows", "add",  "mul",  "scale",  "mul_mat",
+      "rms_norm", "norm", "rope",     "soft_max", "silu", "gelu", "cpy",
+      "cont", "concat", "view", "reshape", "permute", "transpose"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Op::Count));
+  return kNames[size_t(op)];
+}
+}  // namespace tessera

@@ -1,0 +1,46 @@
+// Graph builders: each adds one node to a graph and returns it. Shapes are checked
+// here (a bad shape is a bug in the caller, so it is a CHECK); computing happens later
+// on a backend.
+#pragma once
+
+#include "core/graph.h"
+
+namespace tessera::ops {
+
+/// Rows of `a` selected by `ids` (I32, [n]) -> F32 [a.ne0, n].
+Tensor* get_rows(Graph& g, Tensor* a, Tensor* ids);
+/// Writes the rows of `src` (F32 [dst.ne0, n]) into `dst` at `ids` (I32 [n]), converting
+/// to dst's type. Returns a tensor standing for `dst` after the write.
+Tensor* set_rows(Graph& g, Tensor* dst, Tensor* src, Tensor* ids);
+/// Elementwise a + b, b broadcast (each b.ne[i] divides a.ne[i]).
+Tensor* add(Graph& g, Tensor* a, Tensor* b);
+/// Elementwise a * b, b broadcast.
+Tensor* mul(Graph& g, Tensor* a, Tensor* b);
+Tensor* scale(Graph& g, Tensor* a, float s);
+/// a: [K, M, A2, A3] (F32/F16/BF16), b: [K, N, B2, B3] F32 -> F32 [M, N, B2, B3];
+/// result[m, n] = dot(a row m, b row n). B2 % A2 == 0 and B3 % A3 == 0 (GQA broadcast).
+Tensor* mul_mat(Graph& g, Tensor* a, Tensor* b);
+Tensor* rms_norm(Graph& g, Tensor* a, float eps);
+Tensor* norm(Graph& g, Tensor* a, float eps);
+/// a: [head_dim, n_head, n_tokens, 1], pos: I32 [n_tokens].
+Tensor* rope(Graph& g, Tensor* a, Tensor* pos, int n_dims, RopeMode mode, float freq_base,
+             float freq_scale);
+/// softmax(a * scale + mask) along dim 0; mask F32 [a.ne0, >= a.ne1] broadcast over dims 2-3.
+Tensor* soft_max(Graph& g, Tensor* a, Tensor* mask, float scale);
+Tensor* silu(Graph& g, Tensor* a);
+Tensor* gelu(Graph& g, Tensor* a);
+/// Copies a into b's layout and type (same element count); the result stands for b.
+Tensor* cpy(Graph& g, Tensor* a, Tensor* b);
+/// A contiguous copy of a, converted to `type`.
+Tensor* cont(Graph& g, Tensor* a, DType type = DType::F32);
+Tensor* concat(Graph& g, Tensor* a, Tensor* b, int dim);
+
+/// A window into a with the given extents, strides and byte offset.
+Tensor* view(Graph& g, Tensor* a, const Shape& ne, const Strides& nb, size_t offset);
+/// Same data, other shape; a must be contiguous.
+Tensor* reshape(Graph& g, Tensor* a, const Shape& ne);
+/// Source dim i goes to position axes[i] of the result.
+Tensor* permute(Graph& g, Tensor* a, int ax0, int ax1, int ax2, int ax3);
+Tensor* transpose(Graph& g, Tensor* a);
+
+}  // namespace tessera::ops

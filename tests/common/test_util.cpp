@@ -1,0 +1,21 @@
+#include "common/test_util.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace tessera::test {
+
+std::string shared_dir() {
+  if (const char* env = std::getenv("TESSERA_SHARED"); env && *env) return env;
+  return TESSERA_SHARED_DEFAULT;
+}
+
+std::string shared_file(const std::string& relative) {
+  const std::filesystem::path p = std::filesystem::path(shared_dir()) / relative;
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec) ? p.string() : std::string();
+}
+
+std::string cli_path() { return TESSERA_CLI_PATH; }
+
+}  // namespace tessera::test
