@@ -1,2 +1,56 @@
-// tessera: the command-line program. Subcommands live one per file in this folder.
-int main() { return 0; }
+// tessera: the command-line program. Each subcommand lives in its own file.
+#include <cstdio>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "commands.h"
+#include "tessera/log.h"
+
+namespace tessera::cli {
+
+int fail(const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "tessera: %s\n", message.c_str());
+  return 1;
+}
+
+int default_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 2 : int(n);
+}
+
+}  // namespace tessera::cli
+
+int main(int argc, char** argv) {
+  using namespace tessera::cli;
+  CLI::App app{"tessera: run large language models stored as GGUF files"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tessera 0.1.0");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "log what the engine does to stderr");
+
+  const std::vector<Command> commands = {add_run(app), add_logits(app), add_inspect(app),
+                                         add_synth(app)};
+
+  // One line per error, naming the problem; CLI11's own words after our prefix.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return "tessera: " + std::string(e.what()) + " (see 'tessera " +
+           (a->get_parent() ? a->get_name() + " " : std::string()) + "--help')\n";
+  });
+  if (argc >= 2 && argv[1][0] != '-') {
+    bool known = false;
+    for (const Command& c : commands) known = known || c.app->get_name() == argv[1];
+    if (!known) return fail(std::string("unknown subcommand '") + argv[1] + "' (see 'tessera --help')");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  tessera::set_log_level(verbose ? tessera::LogLevel::Info : tessera::LogLevel::Warn);
+  for (const Command& c : commands) {
+    if (c.app->parsed()) return c.run();
+  }
+  return fail("no subcommand given (see --help)");
+}

@@ -1,0 +1,56 @@
+// A model loaded from a GGUF file: hyper-parameters, weights (mapped, not copied)
+// and, when the file has one, its tokenizer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tessera/status.h"
+
+namespace tessera {
+
+class Tokenizer;
+namespace gguf {
+class File;
+}
+namespace detail {
+struct ModelImpl;
+}
+
+/// What a user may want to know about a loaded model.
+struct ModelInfo {
+  std::string path;
+  std::string arch;         // general.architecture
+  std::string name;         // general.name (may be empty)
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t n_ff = 0;
+  uint64_t n_params = 0;    // elements of all weights
+  uint64_t weight_bytes = 0;
+};
+
+class Model {
+ public:
+  /// Opens, validates and maps a GGUF model. Errors name the file and what is wrong.
+  static Result<std::unique_ptr<Model>> load(const std::string& path);
+  ~Model();
+
+  const ModelInfo& info() const;
+  /// The model's tokenizer, or null when the file has no (supported) vocabulary.
+  const Tokenizer* tokenizer() const;
+  const gguf::File& file() const;
+
+  /// Internal state, for the runtime.
+  const detail::ModelImpl& impl() const { return *impl_; }
+
+ private:
+  explicit Model(std::unique_ptr<detail::ModelImpl> impl);
+  std::unique_ptr<detail::ModelImpl> impl_;
+};
+
+}  // namespace tessera

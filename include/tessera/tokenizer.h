@@ -1,0 +1,108 @@
+// Tokenizers: text <-> token ids, exactly as llama.cpp tokenizes a GGUF vocabulary.
+//
+// A Tokenizer is a vocabulary (tokenizer.ggml.* keys of a GGUF file) plus the algorithm
+// its `tokenizer.ggml.model` names. Supported: "llama" (SentencePiece-style merges by
+// score, with byte fallback). Byte-level BPE ("gpt2") is a later addition behind the
+// same class.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/status.h"
+
+namespace tessera {
+
+namespace gguf {
+class File;
+}
+namespace tok {
+class Vocab;
+class Algorithm;
+}  // namespace tok
+
+/// Index of a token in the vocabulary.
+using TokenId = int32_t;
+
+/// Token kinds as stored in `tokenizer.ggml.token_type` (the numbers are the file's).
+enum class TokenType : int32_t {
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6,
+};
+
+/// Converts text to token ids and back. Immutable once built; safe to share between
+/// threads.
+class Tokenizer {
+ public:
+  /// Reads the vocabulary of a GGUF file. Errors name the problem: a missing or mistyped
+  /// tokens/scores array, arrays of different sizes, or an unsupported
+  /// `tokenizer.ggml.model` (by name).
+  static Result<std::unique_ptr<Tokenizer>> from_gguf(const gguf::File& file);
+  /// Builds a tokenizer over an already loaded vocabulary (tests, tools that craft one).
+  static Result<std::unique_ptr<Tokenizer>> from_vocab(tok::Vocab vocab);
+
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+  ~Tokenizer();
+
+  /// Token ids of `text` (any bytes; invalid UTF-8 is tolerated and byte-encoded).
+  /// `add_special`: add the special tokens the vocabulary asks for, as llama.cpp does:
+  /// BOS first when tokenizer.ggml.add_bos_token (default true for "llama"), EOS last when
+  /// tokenizer.ggml.add_eos_token (default false).
+  /// `parse_special`: texts of control and unknown tokens (e.g. "<s>") in `text` become
+  /// their ids. User-defined tokens are always matched, as in llama.cpp. The text runs
+  /// between them are tokenized separately, and (as in llama.cpp since 2024) every run that
+  /// starts the input or follows a special token gets the space prefix.
+  std::vector<TokenId> encode(std::string_view text, bool add_special,
+                              bool parse_special = false) const;
+
+  /// The bytes token `id` stands for: U+2581 becomes ' ', byte tokens <0xNN> that byte,
+  /// user-defined tokens their text; control and unknown tokens "" unless
+  /// `render_special` (then their text). Out-of-range ids give "".
+  std::string token_to_piece(TokenId id, bool render_special = false) const;
+
+  /// Concatenated pieces of `ids`, without the single leading space that the encoder's
+  /// space prefix added (SentencePiece's rule: the first piece that yields text, when it
+  /// is a normal token starting with U+2581). Control tokens yield "".
+  std::string decode(const std::vector<TokenId>& ids) const;
+
+  /// Number of tokens in the vocabulary.
+  int32_t n_vocab() const;
+  /// Special token ids; -1 when the vocabulary has none.
+  TokenId bos() const;
+  TokenId eos() const;
+  TokenId unk() const;
+  /// Whether encode(..., add_special=true) prepends BOS / appends EOS.
+  bool add_bos_token() const;
+  bool add_eos_token() const;
+  /// True for tokens that end generation: EOS, and EOT / EOM when the vocabulary has them.
+  bool is_eog(TokenId id) const;
+
+  /// Kind of token `id` (Undefined for out-of-range ids).
+  TokenType token_type(TokenId id) const;
+  /// Raw vocabulary text of `id` (with U+2581 for spaces); "" for out-of-range ids.
+  const std::string& token_text(TokenId id) const;
+  /// The `tokenizer.ggml.model` name: "llama".
+  std::string_view model_name() const;
+
+  /// The vocabulary (internal type; for the library's own layers and tests).
+  const tok::Vocab& vocab() const { return *vocab_; }
+
+ private:
+  Tokenizer(std::unique_ptr<const tok::Vocab> vocab, std::unique_ptr<const tok::Algorithm> algo);
+  /// Picks the algorithm for the vocabulary's model; errors are prefixed with `context`.
+  static Result<std::unique_ptr<Tokenizer>> create(tok::Vocab vocab, const std::string& context);
+
+  std::unique_ptr<const tok::Vocab> vocab_;
+  std::unique_ptr<const tok::Algorithm> algo_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,38 @@
+// The CPU backend: host memory buffers and a persistent thread pool that computes
+// a graph node by node, each node's work split across the threads.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace tessera {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int n_threads);
+  std::string_view name() const override { return "CPU"; }
+  int n_threads() const { return pool_.size(); }
+
+  Result<std::unique_ptr<Buffer>> alloc_buffer(size_t size) override;
+  /// A buffer over memory the caller owns (e.g. a mapped file); no copy is made.
+  std::unique_ptr<Buffer> buffer_from_host_ptr(void* ptr, size_t size);
+  size_t alignment() const override { return kAlignment; }
+
+  void set_tensor_async(Tensor* t, const void* data, size_t offset, size_t size) override;
+  void get_tensor_async(const Tensor* t, void* data, size_t offset, size_t size) override;
+  void synchronize() override {}
+
+  bool supports_op(const Tensor* node) const override;
+  Status compute(const Graph& graph) override;
+
+  static constexpr size_t kAlignment = 64;
+
+ private:
+  ThreadPool pool_;
+  std::vector<char> work_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,53 @@
+// The CPU op table: one entry per Op, built once; supports() and compute come from the
+// same entry.
+#include "backend/cpu/op_table.h"
+
+#include <array>
+
+#include "backend/cpu/ops/copy.h"
+#include "backend/cpu/ops/elementwise.h"
+#include "backend/cpu/ops/mul_mat.h"
+#include "backend/cpu/ops/norm.h"
+#include "backend/cpu/ops/rope.h"
+#include "backend/cpu/ops/softmax.h"
+
+namespace tessera::cpu {
+namespace {
+
+using Table = std::array<OpEntry, size_t(Op::Count)>;
+
+constexpr Table make_table() {
+  Table t{};
+  auto set = [&t](Op op, OpEntry e) { t[size_t(op)] = e; };
+  set(Op::GetRows, {get_rows_supports, get_rows_compute, nullptr, nullptr});
+  set(Op::SetRows, {set_rows_supports, set_rows_compute, set_rows_work_size, nullptr});
+  set(Op::Add, {binary_supports, add_compute, binary_work_size, nullptr});
+  set(Op::Mul, {binary_supports, mul_compute, binary_work_size, nullptr});
+  set(Op::Scale, {unary_supports, scale_compute, nullptr, nullptr});
+  set(Op::MulMat, {mul_mat_supports, mul_mat_compute, mul_mat_work_size, mul_mat_prepare});
+  set(Op::RmsNorm, {norm_supports, rms_norm_compute, nullptr, nullptr});
+  set(Op::Norm, {norm_supports, norm_compute, nullptr, nullptr});
+  set(Op::Rope, {rope_supports, rope_compute, rope_work_size, nullptr});
+  set(Op::SoftMax, {soft_max_supports, soft_max_compute, soft_max_work_size, nullptr});
+  set(Op::Silu, {unary_supports, silu_compute, nullptr, nullptr});
+  set(Op::Gelu, {unary_supports, gelu_compute, nullptr, nullptr});
+  set(Op::Cpy, {cpy_supports, copy_compute, copy_work_size, nullptr});
+  set(Op::Cont, {cont_supports, copy_compute, copy_work_size, nullptr});
+  set(Op::Concat, {concat_supports, concat_compute, nullptr, nullptr});
+  // None and the views (View, Reshape, Permute, Transpose) compute nothing.
+  return t;
+}
+
+constexpr Table kTable = make_table();
+
+}  // namespace
+
+const OpEntry& op_entry(Op op) { return kTable[size_t(op)]; }
+
+bool supports(const Tensor* node) {
+  if (op_is_view(node->op)) return true;
+  const OpEntry& e = op_entry(node->op);
+  return e.supports != nullptr && e.compute != nullptr && e.supports(node);
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,189 @@
+#include "backend/cpu/ops/mul_mat.h"
+
+#include <algorithm>
+
+#include "backend/cpu/ops/common.h"
+#include "backend/cpu/vec.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr int64_t kBlockBytes = 128 * 1024;  // converted src0 rows held per thread
+constexpr int64_t kMaxBlock = 16;            // src0 rows per block
+
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// How src0 rows reach the dot kernels. All three give the same bits (see vec.h).
+enum class RowMode {
+  DirectF32,  // F32 with dense rows: pointers into src0
+  DirectF16,  // F16 with dense rows and few src1 rows per src0 row: dot_f16_f32
+  Convert,    // anything else: rows converted to F32 in this thread's scratch
+};
+
+struct Layout {
+  bool pack_src1;      // src1 rows are strided: prepare packs them densely
+  size_t src1_bytes;   // bytes of the packed src1 (0 when not packed)
+  int64_t block;       // src0 rows per block
+  size_t slice_bytes;  // per-thread scratch for converted src0 rows
+  RowMode mode;
+};
+
+Layout layout_of(const Tensor* node) {
+  const Tensor* a = node->src[0];
+  const Tensor* b = node->src[1];
+  Layout l{};
+  l.pack_src1 = b->nb[0] != sizeof(float);
+  l.src1_bytes = l.pack_src1 ? round_up(size_t(b->nelements()) * sizeof(float)) : 0;
+  const int64_t row_bytes = std::max<int64_t>(a->ne[0] * int64_t(sizeof(float)), 1);
+  l.block = std::clamp<int64_t>(kBlockBytes / row_bytes, 1, kMaxBlock);
+  const int64_t uses = b->ne[1] * (b->ne[2] / a->ne[2]) * (b->ne[3] / a->ne[3]);
+  if (a->type == DType::F32 && a->nb[0] == sizeof(float)) {
+    l.mode = RowMode::DirectF32;
+  } else if (a->type == DType::F16 && a->nb[0] == 2 && uses < 4) {
+    l.mode = RowMode::DirectF16;
+  } else {
+    l.mode = RowMode::Convert;
+  }
+  l.slice_bytes = l.mode == RowMode::Convert ? round_up(size_t(l.block * row_bytes)) : 0;
+  return l;
+}
+
+// Where src1 rows are read from: src1 itself or its packed copy.
+struct Src1 {
+  const char* base;
+  size_t nb1, nb2, nb3;
+  const float* row(int64_t i1, int64_t i2, int64_t i3) const {
+    return reinterpret_cast<const float*>(base + i1 * nb1 + i2 * nb2 + i3 * nb3);
+  }
+};
+
+Src1 src1_of(const Tensor* node, const Layout& l, const KernelParams& p) {
+  const Tensor* b = node->src[1];
+  if (!l.pack_src1) return {static_cast<const char*>(b->data), b->nb[1], b->nb[2], b->nb[3]};
+  const size_t nb1 = size_t(b->ne[0]) * sizeof(float);
+  return {align64(p.work), nb1, nb1 * size_t(b->ne[1]), nb1 * size_t(b->ne[1] * b->ne[2])};
+}
+
+// A block of consecutive src0 rows of one plane, ready for the dot kernels.
+struct Block {
+  const void* rows[kMaxBlock];
+  int64_t n;           // rows in the block
+  int64_t i1, i2, i3;  // coordinates of the first row
+};
+
+// Dots every row of the block with src1 rows [j0, j1) of each src1 plane that reads the
+// block's src0 plane, writing dst[block row, src1 row].
+void dot_block(Tensor* dst, const Block& blk, const Src1& s1, RowMode mode, int64_t j0,
+               int64_t j1) {
+  const Tensor* a = dst->src[0];
+  const Tensor* b = dst->src[1];
+  const VecKernels& vk = vec_kernels();
+  const int64_t k = a->ne[0];
+  const int64_t r2 = b->ne[2] / a->ne[2];
+  const int64_t r3 = b->ne[3] / a->ne[3];
+  for (int64_t i3 = blk.i3 * r3; i3 < (blk.i3 + 1) * r3; ++i3) {
+    for (int64_t i2 = blk.i2 * r2; i2 < (blk.i2 + 1) * r2; ++i2) {
+      auto out = [&](int64_t m, int64_t j) {
+        return reinterpret_cast<float*>(elem_ptr(dst, blk.i1 + m, j, i2, i3));
+      };
+      int64_t j = j0;
+      if (mode != RowMode::DirectF16) {
+        for (; j + 4 <= j1; j += 4) {
+          const float* cols[4] = {s1.row(j, i2, i3), s1.row(j + 1, i2, i3), s1.row(j + 2, i2, i3),
+                                  s1.row(j + 3, i2, i3)};
+          for (int64_t m = 0; m < blk.n; ++m) {
+            float r[4];
+            vk.dot_f32_x4(static_cast<const float*>(blk.rows[m]), cols, k, r);
+            for (int c = 0; c < 4; ++c) *out(m, j + c) = r[c];
+          }
+        }
+      }
+      for (; j < j1; ++j) {
+        const float* col = s1.row(j, i2, i3);
+        for (int64_t m = 0; m < blk.n; ++m) {
+          *out(m, j) = mode == RowMode::DirectF16
+                           ? vk.dot_f16_f32(static_cast<const uint16_t*>(blk.rows[m]), col, k)
+                           : vk.dot_f32(static_cast<const float*>(blk.rows[m]), col, k);
+        }
+      }
+    }
+  }
+}
+
+// Src0 rows [r0, r1) (counted over all planes) against src1 rows [j0, j1) of each
+// matching plane, one block of src0 rows at a time.
+void mul_mat_range(Tensor* dst, const Layout& l, const Src1& s1, float* slice, int64_t r0,
+                   int64_t r1, int64_t j0, int64_t j1) {
+  const Tensor* a = dst->src[0];
+  const int64_t k = a->ne[0];
+  for (int64_t r = r0; r < r1;) {
+    const RowIndex ri = row_index(a, r);
+    Block blk{};
+    blk.n = std::min({l.block, r1 - r, a->ne[1] - ri.i1});
+    blk.i1 = ri.i1;
+    blk.i2 = ri.i2;
+    blk.i3 = ri.i3;
+    for (int64_t m = 0; m < blk.n; ++m) {
+      if (l.mode == RowMode::Convert) {
+        blk.rows[m] = read_row(a, ri.i1 + m, ri.i2, ri.i3, slice + m * k);
+      } else {
+        blk.rows[m] = elem_ptr(a, 0, ri.i1 + m, ri.i2, ri.i3);
+      }
+    }
+    dot_block(dst, blk, s1, l.mode, j0, j1);
+    r += blk.n;
+  }
+}
+
+}  // namespace
+
+bool mul_mat_supports(const Tensor* node) {
+  return node->type == DType::F32 && rows_readable(node->src[0]) &&
+         node->src[1]->type == DType::F32;
+}
+
+size_t mul_mat_work_size(const Tensor* node, int nth) {
+  const Layout l = layout_of(node);
+  if (!l.pack_src1 && l.slice_bytes == 0) return 0;
+  return kAlign + l.src1_bytes + size_t(nth) * l.slice_bytes;
+}
+
+// Packs strided src1 rows into dense F32 rows at the start of the scratch, split over
+// src1 rows; compute runs after a barrier.
+void mul_mat_prepare(Tensor* node, const KernelParams& p) {
+  const Layout l = layout_of(node);
+  if (!l.pack_src1) return;
+  const Tensor* b = node->src[1];
+  float* packed = reinterpret_cast<float*>(align64(p.work));
+  int64_t r0, r1;
+  split_range(b->nrows(), p.ith, p.nth, &r0, &r1);
+  for (int64_t r = r0; r < r1; ++r) {
+    const RowIndex ri = row_index(b, r);
+    read_row(b, ri.i1, ri.i2, ri.i3, packed + r * b->ne[0]);
+  }
+}
+
+// Threads split src0 rows over all planes; with fewer src0 rows than threads they split
+// src1 rows instead. Either way each result element is one dot by one thread.
+void mul_mat_compute(Tensor* node, const KernelParams& p) {
+  const Layout l = layout_of(node);
+  const Src1 s1 = src1_of(node, l, p);
+  float* slice = nullptr;
+  if (l.slice_bytes) {
+    slice =
+        reinterpret_cast<float*>(align64(p.work) + l.src1_bytes + size_t(p.ith) * l.slice_bytes);
+  }
+  const int64_t rows0 = node->src[0]->nrows();
+  const int64_t rows1 = node->src[1]->ne[1];
+  int64_t b = 0, e = 0;
+  if (rows0 >= p.nth) {
+    split_range(rows0, p.ith, p.nth, &b, &e);
+    mul_mat_range(node, l, s1, slice, b, e, 0, rows1);
+  } else {
+    split_range(rows1, p.ith, p.nth, &b, &e);
+    if (b < e) mul_mat_range(node, l, s1, slice, 0, rows0, b, e);
+  }
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,14 @@
+// Matrix multiplication: result[m, n] = dot(src0 row m, src1 row n), src0 of any type
+// with a float converter, src1 F32, src0 planes broadcast over src1's dims 2-3.
+#pragma once
+
+#include "backend/cpu/op_table.h"
+
+namespace tessera::cpu {
+
+bool mul_mat_supports(const Tensor* node);
+size_t mul_mat_work_size(const Tensor* node, int nth);
+void mul_mat_prepare(Tensor* node, const KernelParams& p);
+void mul_mat_compute(Tensor* node, const KernelParams& p);
+
+}  // namespace tessera::cpu

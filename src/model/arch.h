@@ -1,0 +1,25 @@
+// What an architecture is to the engine: its tensor list and its graph builder.
+// Each architecture is one file in arch/ and one line in arch/registry.cpp.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "model/blocks.h"
+#include "model/weights.h"
+
+namespace tessera {
+
+struct Arch {
+  std::string_view name;                // general.architecture
+  std::span<const WeightSpec> weights;  // every tensor, declared once
+  /// Builds the forward graph of one batch and returns its logits [n_vocab, n_outputs].
+  Tensor* (*build)(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in);
+};
+
+/// The architecture named `name`, or null.
+const Arch* find_arch(std::string_view name);
+/// Names of all registered architectures, for error messages.
+std::string registered_arch_names();
+
+}  // namespace tessera

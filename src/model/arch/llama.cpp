@@ -1,0 +1,53 @@
+// LLaMA (and Mistral, which shares its GGUF layout): pre-RMSNorm blocks, rotary
+// positions, grouped-query attention, SwiGLU feed-forward.
+#include "core/ops.h"
+#include "model/arch.h"
+
+namespace tessera {
+namespace {
+
+using LW = LayerWeights;
+using MW = ModelWeights;
+
+constexpr WeightSpec kWeights[] = {
+    global("token_embd.weight", &MW::token_embd, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }),
+    global("output_norm.weight", &MW::output_norm, [](const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }),
+    // Absent when the output projection is tied to the token embedding.
+    global("output.weight", &MW::output, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }, false),
+    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, [](const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }),
+    per_layer("blk.{}.attn_q.weight", &LW::wq, [](const HParams& h) { return Shape{h.n_embd, h.n_embd_q(), 1, 1}; }),
+    per_layer("blk.{}.attn_k.weight", &LW::wk, [](const HParams& h) { return Shape{h.n_embd, h.n_embd_kv(), 1, 1}; }),
+    per_layer("blk.{}.attn_v.weight", &LW::wv, [](const HParams& h) { return Shape{h.n_embd, h.n_embd_kv(), 1, 1}; }),
+    per_layer("blk.{}.attn_output.weight", &LW::wo, [](const HParams& h) { return Shape{h.n_embd_q(), h.n_embd, 1, 1}; }),
+    per_layer("blk.{}.ffn_norm.weight", &LW::ffn_norm, [](const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }),
+    per_layer("blk.{}.ffn_gate.weight", &LW::ffn_gate, [](const HParams& h) { return Shape{h.n_embd, h.n_ff, 1, 1}; }),
+    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, [](const HParams& h) { return Shape{h.n_embd, h.n_ff, 1, 1}; }),
+    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, [](const HParams& h) { return Shape{h.n_ff, h.n_embd, 1, 1}; }),
+};
+
+Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
+  const int64_t n_tokens = in.n_tokens;
+  Tensor* x = ops::get_rows(g, w.token_embd, in.tokens);  // [n_embd, n_tokens]
+  for (int64_t il = 0; il < h.n_layer; ++il) {
+    const LayerWeights& l = w.layers[size_t(il)];
+    Tensor* cur = rms_norm_block(g, x, l.attn_norm, nullptr, h.rms_eps);
+    Tensor* q = ops::reshape(g, ops::mul_mat(g, l.wq, cur), {h.head_dim, h.n_head, n_tokens, 1});
+    Tensor* k = ops::reshape(g, ops::mul_mat(g, l.wk, cur), {h.head_dim, h.n_head_kv, n_tokens, 1});
+    Tensor* v = ops::reshape(g, ops::mul_mat(g, l.wv, cur), {h.head_dim, h.n_head_kv, n_tokens, 1});
+    q = ops::rope(g, q, in.positions, int(h.n_rot), RopeMode::Normal, h.rope_freq_base, h.rope_freq_scale);
+    k = ops::rope(g, k, in.positions, int(h.n_rot), RopeMode::Normal, h.rope_freq_base, h.rope_freq_scale);
+    cur = attention_block(g, h, in, in.kv[size_t(il)], q, k, v);
+    x = ops::add(g, x, ops::mul_mat(g, l.wo, cur));
+    cur = rms_norm_block(g, x, l.ffn_norm, nullptr, h.rms_eps);
+    x = ops::add(g, x, ffn_swiglu(g, cur, l.ffn_gate, l.ffn_up, l.ffn_down));
+  }
+  x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
+  x = rms_norm_block(g, x, w.output_norm, nullptr, h.rms_eps);
+  return ops::mul_mat(g, w.output ? w.output : w.token_embd, x);  // [n_vocab, n_outputs]
+}
+
+}  // namespace
+
+extern const Arch kLlamaArch{"llama", kWeights, build};
+
+}  // namespace tessera

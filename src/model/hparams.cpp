@@ -1,0 +1,90 @@
+#include "model/hparams.h"
+
+namespace tessera {
+namespace {
+
+/// An integer key that must be present and positive.
+Status read_positive(const gguf::File& f, const std::string& key, int64_t* out) {
+  Result<int64_t> v = f.get_int(key);
+  if (!v) return v.status();
+  if (*v <= 0 || *v > (int64_t(1) << 40)) {
+    return Status::error("model: key '" + key + "' = " + std::to_string(*v) + " is out of range");
+  }
+  *out = *v;
+  return Status::ok();
+}
+
+/// An optional integer key; `*out` keeps its value when the key is absent.
+Status read_optional_positive(const gguf::File& f, const std::string& key, int64_t* out) {
+  if (f.find(key) == nullptr) return Status::ok();
+  return read_positive(f, key, out);
+}
+
+Status read_optional_float(const gguf::File& f, const std::string& key, float* out) {
+  if (f.find(key) == nullptr) return Status::ok();
+  Result<double> v = f.get_float(key);
+  if (!v) return v.status();
+  *out = float(*v);
+  return Status::ok();
+}
+
+Status check_shape(const HParams& h) {
+  if (h.n_head_kv > h.n_head || h.n_head % h.n_head_kv != 0) {
+    return Status::error("model: head_count " + std::to_string(h.n_head) +
+                         " is not a multiple of head_count_kv " + std::to_string(h.n_head_kv));
+  }
+  if (h.n_rot > h.head_dim || h.n_rot % 2 != 0) {
+    return Status::error("model: rope.dimension_count " + std::to_string(h.n_rot) +
+                         " must be even and at most the head size " + std::to_string(h.head_dim));
+  }
+  if (!(h.rope_freq_base > 0) || !(h.rope_freq_scale > 0) || !(h.rms_eps >= 0) ||
+      !(h.norm_eps >= 0)) {
+    return Status::error("model: rope frequency base/scale must be positive, epsilons >= 0");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<HParams> read_hparams(const gguf::File& f) {
+  HParams h;
+  Result<std::string> arch = f.get_string("general.architecture");
+  if (!arch) return arch.status();
+  h.arch = *arch;
+  const std::string p = h.arch + ".";
+
+  TESSERA_RETURN_IF_ERROR(read_positive(f, p + "context_length", &h.n_ctx_train));
+  TESSERA_RETURN_IF_ERROR(read_positive(f, p + "embedding_length", &h.n_embd));
+  TESSERA_RETURN_IF_ERROR(read_positive(f, p + "block_count", &h.n_layer));
+  TESSERA_RETURN_IF_ERROR(read_positive(f, p + "feed_forward_length", &h.n_ff));
+  TESSERA_RETURN_IF_ERROR(read_positive(f, p + "attention.head_count", &h.n_head));
+  h.n_head_kv = h.n_head;
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "attention.head_count_kv", &h.n_head_kv));
+  if (h.n_embd % h.n_head != 0 && f.find(p + "attention.key_length") == nullptr) {
+    return Status::error("model: embedding_length " + std::to_string(h.n_embd) +
+                         " is not a multiple of head_count " + std::to_string(h.n_head));
+  }
+  h.head_dim = h.n_embd / h.n_head;
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "attention.key_length", &h.head_dim));
+  h.n_rot = h.head_dim;
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "rope.dimension_count", &h.n_rot));
+
+  if (const gguf::Value* tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
+    h.n_vocab = int64_t(tokens->array_size());
+  }
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "vocab_size", &h.n_vocab));
+  if (h.n_vocab <= 0) {
+    return Status::error("model: no vocabulary size (tokenizer.ggml.tokens or " + p + "vocab_size)");
+  }
+
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.layer_norm_rms_epsilon", &h.rms_eps));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.layer_norm_epsilon", &h.norm_eps));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.freq_base", &h.rope_freq_base));
+  float scaling_factor = 0.0f;
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.scaling.factor", &scaling_factor));
+  if (scaling_factor > 0.0f) h.rope_freq_scale = 1.0f / scaling_factor;
+  TESSERA_RETURN_IF_ERROR(check_shape(h));
+  return h;
+}
+
+}  // namespace tessera

@@ -1,0 +1,35 @@
+// Hyper-parameters of a model, read from the `<arch>.*` keys of a GGUF file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tessera/gguf.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+struct HParams {
+  std::string arch;        // general.architecture
+  int64_t n_vocab = 0;     // tokenizer.ggml.tokens length (or <arch>.vocab_size)
+  int64_t n_ctx_train = 0; // <arch>.context_length
+  int64_t n_embd = 0;      // <arch>.embedding_length
+  int64_t n_layer = 0;     // <arch>.block_count
+  int64_t n_ff = 0;        // <arch>.feed_forward_length
+  int64_t n_head = 0;      // <arch>.attention.head_count
+  int64_t n_head_kv = 0;   // <arch>.attention.head_count_kv (default n_head)
+  int64_t head_dim = 0;    // <arch>.attention.key_length (default n_embd / n_head)
+  int64_t n_rot = 0;       // <arch>.rope.dimension_count (default head_dim)
+  float rms_eps = 1e-5f;   // <arch>.attention.layer_norm_rms_epsilon
+  float norm_eps = 1e-5f;  // <arch>.attention.layer_norm_epsilon
+  float rope_freq_base = 10000.0f;  // <arch>.rope.freq_base
+  float rope_freq_scale = 1.0f;     // 1 / <arch>.rope.scaling.factor for linear scaling
+
+  int64_t n_embd_q() const { return head_dim * n_head; }
+  int64_t n_embd_kv() const { return head_dim * n_head_kv; }
+};
+
+/// Reads and checks the hyper-parameters; errors name the key and the bad value.
+Result<HParams> read_hparams(const gguf::File& file);
+
+}  // namespace tessera

@@ -1,0 +1,61 @@
+#include <utility>
+
+#include "model/model_impl.h"
+#include "tessera/log.h"
+
+namespace tessera {
+
+Model::Model(std::unique_ptr<detail::ModelImpl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+const ModelInfo& Model::info() const { return impl_->info; }
+const Tokenizer* Model::tokenizer() const { return impl_->tokenizer.get(); }
+const gguf::File& Model::file() const { return *impl_->file; }
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
+  auto impl = std::make_unique<detail::ModelImpl>();
+  Result<std::unique_ptr<gguf::File>> file = gguf::File::open(path);
+  if (!file) return file.status();
+  impl->file = std::move(*file);
+
+  Result<HParams> hp = read_hparams(*impl->file);
+  if (!hp) return hp.status().with_context(path);
+  impl->hparams = *hp;
+  impl->arch = find_arch(hp->arch);
+  if (impl->arch == nullptr) {
+    return Status::error(path + ": model: architecture '" + hp->arch +
+                         "' is not supported (supported: " + registered_arch_names() + ")");
+  }
+  Result<ModelWeights> w = load_weights(*impl->file, impl->arch->weights, *hp, impl->arena);
+  if (!w) return w.status().with_context(path);
+  impl->weights = std::move(*w);
+
+  Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(*impl->file);
+  if (tok) {
+    impl->tokenizer = std::move(*tok);
+  } else {
+    log(LogLevel::Warn, "%s: no usable tokenizer (%s); only token ids can be used",
+        path.c_str(), tok.status().message().c_str());
+  }
+
+  ModelInfo& info = impl->info;
+  info.path = path;
+  info.arch = hp->arch;
+  if (const gguf::Value* v = impl->file->find("general.name"); v && v->as_string()) {
+    info.name = *v->as_string();
+  }
+  info.n_vocab = hp->n_vocab;
+  info.n_ctx_train = hp->n_ctx_train;
+  info.n_embd = hp->n_embd;
+  info.n_layer = hp->n_layer;
+  info.n_head = hp->n_head;
+  info.n_head_kv = hp->n_head_kv;
+  info.n_ff = hp->n_ff;
+  for (const gguf::TensorInfo& t : impl->file->tensors()) {
+    info.n_params += uint64_t(t.n_elements());
+    info.weight_bytes += t.nbytes;
+  }
+  return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
+}  // namespace tessera

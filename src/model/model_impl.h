@@ -1,0 +1,23 @@
+// The internal state of a loaded model, shared with the runtime.
+#pragma once
+
+#include <memory>
+
+#include "model/arch.h"
+#include "tessera/gguf.h"
+#include "tessera/model.h"
+#include "tessera/tokenizer.h"
+
+namespace tessera::detail {
+
+struct ModelImpl {
+  std::unique_ptr<gguf::File> file;
+  HParams hparams;
+  const Arch* arch = nullptr;
+  TensorArena arena;  // the weight tensors; their data points into `file`
+  ModelWeights weights;
+  std::unique_ptr<Tokenizer> tokenizer;
+  ModelInfo info;
+};
+
+}  // namespace tessera::detail

@@ -1,0 +1,90 @@
+#include "model/weights.h"
+
+#include <unordered_set>
+
+namespace tessera {
+namespace {
+
+std::string shape_string(const Shape& ne, int n_dims) {
+  std::string s = "[";
+  for (int i = 0; i < n_dims; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+int shape_dims(const Shape& ne) {
+  int n = kMaxDims;
+  while (n > 1 && ne[n - 1] == 1) --n;
+  return n;
+}
+
+Status check_tensor(const gguf::TensorInfo& info, const Shape& expected) {
+  if (info.ne != expected) {
+    return Status::error("model: tensor '" + info.name + "' has shape " +
+                         shape_string(info.ne, info.n_dims) + ", expected " +
+                         shape_string(expected, shape_dims(expected)));
+  }
+  const DTypeTraits& t = dtype_traits(info.type);
+  if (t.to_float == nullptr) {
+    return Status::error("model: tensor '" + info.name + "' has type " + std::string(t.name) +
+                         ", which this build of tessera cannot compute with yet");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string weight_name(const WeightSpec& spec, int64_t il) {
+  std::string name = spec.name;
+  const size_t at = name.find("{}");
+  if (at != std::string::npos) name.replace(at, 2, std::to_string(il));
+  return name;
+}
+
+void for_each_weight(std::span<const WeightSpec> specs, const HParams& h,
+                     const std::function<void(const WeightSpec&, const std::string&, int64_t)>& fn) {
+  for (const WeightSpec& spec : specs) {
+    if (spec.model_field) fn(spec, spec.name, -1);
+  }
+  for (int64_t il = 0; il < h.n_layer; ++il) {
+    for (const WeightSpec& spec : specs) {
+      if (spec.layer_field) fn(spec, weight_name(spec, il), il);
+    }
+  }
+}
+
+Result<ModelWeights> load_weights(const gguf::File& file, std::span<const WeightSpec> specs,
+                                  const HParams& h, TensorArena& arena) {
+  ModelWeights w;
+  w.layers.resize(size_t(h.n_layer));
+  std::unordered_set<std::string> used;
+  Status status;
+  for_each_weight(specs, h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
+    if (!status.is_ok()) return;
+    const gguf::TensorInfo* info = file.find_tensor(name);
+    if (info == nullptr) {
+      if (spec.required) status = Status::error("model: required tensor '" + name + "' is missing");
+      return;
+    }
+    status = check_tensor(*info, spec.shape(h));
+    if (!status.is_ok()) return;
+    Tensor* t = arena.new_tensor(info->type, info->ne, name);
+    t->data = const_cast<uint8_t*>(info->data);  // weights are only ever read
+    t->flags |= kFlagWeight;
+    used.insert(name);
+    if (spec.model_field) {
+      w.*spec.model_field = t;
+    } else {
+      w.layers[size_t(il)].*spec.layer_field = t;
+    }
+  });
+  if (!status.is_ok()) return status;
+  for (const gguf::TensorInfo& info : file.tensors()) {
+    if (!used.count(info.name)) {
+      return Status::error("model: tensor '" + info.name + "' is not part of the " + h.arch +
+                           " architecture (" + std::to_string(h.n_layer) + " layers)");
+    }
+  }
+  return w;
+}
+
+}  // namespace tessera

@@ -1,0 +1,76 @@
+// The weights of a model, and the declarative list each architecture gives of them.
+//
+// An architecture lists its tensors once (name, where it goes, shape in terms of the
+// hyper-parameters, required or optional); one visitor over that list loads, checks
+// shapes and types, and prints. Fields an architecture does not use stay null.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "model/hparams.h"
+#include "tessera/gguf.h"
+
+namespace tessera {
+
+struct LayerWeights {
+  Tensor* attn_norm = nullptr;    // [n_embd]
+  Tensor* attn_norm_b = nullptr;  // [n_embd]
+  Tensor* wq = nullptr;           // [n_embd, n_embd_q]
+  Tensor* wk = nullptr;           // [n_embd, n_embd_kv]
+  Tensor* wv = nullptr;           // [n_embd, n_embd_kv]
+  Tensor* wo = nullptr;           // [n_embd_q, n_embd]
+  Tensor* ffn_norm = nullptr;     // [n_embd]
+  Tensor* ffn_norm_b = nullptr;   // [n_embd]
+  Tensor* ffn_gate = nullptr;     // [n_embd, n_ff]
+  Tensor* ffn_up = nullptr;       // [n_embd, n_ff]
+  Tensor* ffn_down = nullptr;     // [n_ff, n_embd]
+};
+
+struct ModelWeights {
+  Tensor* token_embd = nullptr;     // [n_embd, n_vocab]
+  Tensor* output_norm = nullptr;    // [n_embd]
+  Tensor* output_norm_b = nullptr;  // [n_embd]
+  Tensor* output = nullptr;         // [n_embd, n_vocab]; null when tied to token_embd
+  std::vector<LayerWeights> layers;
+};
+
+using ShapeFn = Shape (*)(const HParams& h);
+
+/// One entry of an architecture's tensor list. Exactly one of `model_field` and
+/// `layer_field` is set; a layer entry's name has "{}" where the layer index goes.
+struct WeightSpec {
+  const char* name;
+  Tensor* ModelWeights::*model_field = nullptr;
+  Tensor* LayerWeights::*layer_field = nullptr;
+  ShapeFn shape;
+  bool required = true;
+};
+
+/// Helpers that read like a table: global("output.weight", &ModelWeights::output, ...).
+constexpr WeightSpec global(const char* name, Tensor* ModelWeights::*field, ShapeFn shape,
+                            bool required = true) {
+  return WeightSpec{name, field, nullptr, shape, required};
+}
+constexpr WeightSpec per_layer(const char* name, Tensor* LayerWeights::*field, ShapeFn shape,
+                               bool required = true) {
+  return WeightSpec{name, nullptr, field, shape, required};
+}
+
+/// The GGUF name of a spec for layer `il` ("blk.{}.attn_q.weight" -> "blk.3.attn_q.weight").
+std::string weight_name(const WeightSpec& spec, int64_t il);
+
+/// Calls fn(spec, name, layer) for every tensor the list declares, layer entries once per layer
+/// (layer = -1 for global entries).
+void for_each_weight(std::span<const WeightSpec> specs, const HParams& h,
+                     const std::function<void(const WeightSpec&, const std::string&, int64_t)>& fn);
+
+/// Creates a tensor in `arena` for each declared weight found in `file`, pointing at the
+/// file's data; checks every shape against the list and rejects unknown extra tensors.
+Result<ModelWeights> load_weights(const gguf::File& file, std::span<const WeightSpec> specs,
+                                  const HParams& h, TensorArena& arena);
+
+}  // namespace tessera

@@ -1,0 +1,127 @@
+// The `tessera` command as a user runs it: run vs logits agreement, and clear errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/test_util.h"
+
+namespace tessera {
+namespace {
+
+struct Output {
+  int status = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+/// Runs the CLI with arguments (shell-quoted by the caller) and captures both streams.
+Output run_cli(const std::string& args) {
+  const std::string err_file = ::testing::TempDir() + "tessera_cli_stderr.txt";
+  const std::string cmd = test::cli_path() + " " + args + " 2>" + err_file;
+  Output o;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return o;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
+  const int raw = pclose(p);
+  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  FILE* e = std::fopen(err_file.c_str(), "r");
+  if (e) {
+    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) o.err.append(buf.data(), n);
+    std::fclose(e);
+  }
+  return o;
+}
+
+std::vector<int> parse_ids(const std::string& line) {
+  std::vector<int> ids;
+  std::istringstream ss(line);
+  int v = 0;
+  while (ss >> v) ids.push_back(v);
+  return ids;
+}
+
+TEST(Cli, RunGreedyEqualsLogitsGreedy) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const Output run = run_cli("run -m " + model + " -p 'Once upon a time' -n 64 --temp 0 --ids -t 2");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const Output logits = run_cli("logits -m " + model + " -p 'Once upon a time' -n 64 -t 1");
+  ASSERT_EQ(logits.status, 0) << logits.err;
+  const auto json = nlohmann::json::parse(logits.out);
+  const auto greedy = json["greedy"].get<std::vector<int>>();
+  const std::vector<int> ran = parse_ids(run.out);
+  ASSERT_FALSE(ran.empty());
+  // run stops early at an end-of-text token; up to there both must agree.
+  ASSERT_LE(ran.size(), greedy.size());
+  EXPECT_EQ(ran, std::vector<int>(greedy.begin(), greedy.begin() + std::ptrdiff_t(ran.size())));
+}
+
+TEST(Cli, LogitsMatchesGoldenSchema) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const Output o = run_cli("logits -m " + model + " --prompt-ids 1,482,82 -n 3");
+  ASSERT_EQ(o.status, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["model"], "stories260K.gguf");
+  EXPECT_EQ(j["n_vocab"], 512);
+  EXPECT_EQ(j["prompt_ids"], (std::vector<int>{1, 482, 82}));
+  EXPECT_EQ(j["logits_last_prompt"].size(), 512u);
+  EXPECT_EQ(j["greedy"].size(), 3u);
+  ASSERT_EQ(j["top5_per_step"].size(), 3u);
+  EXPECT_EQ(j["top5_per_step"][0].size(), 5u);
+  EXPECT_EQ(j["top5_per_step"][0][0][0], j["greedy"][0]);
+}
+
+TEST(Cli, BadInputGivesOneClearErrorLine) {
+  struct Case {
+    std::string args;
+    std::string expect;  // a word the message must contain
+  };
+  const std::string missing = ::testing::TempDir() + "does-not-exist.gguf";
+  const std::string not_gguf = ::testing::TempDir() + "not-a-model.gguf";
+  FILE* f = std::fopen(not_gguf.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("this is not a gguf file at all, just text", f);
+  std::fclose(f);
+  const Case cases[] = {
+      {"run -m " + missing + " -p hi", "does-not-exist"},
+      {"run -m " + not_gguf + " -p hi", "magic"},
+      {"inspect " + not_gguf, "magic"},
+      {"logits -m " + not_gguf + " --prompt-ids 1", "magic"},
+      {"run -m " + not_gguf + " -p hi --no-such-flag", "no-such-flag"},
+      {"run -p hi", "--model"},
+      {"run -m " + not_gguf + " -p hi -t 0", "threads"},
+      {"frobnicate", "frobnicate"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const Output o = run_cli(c.args);
+    EXPECT_NE(o.status, 0);
+    EXPECT_NE(o.err.find(c.expect), std::string::npos) << o.err;
+    EXPECT_LE(std::count(o.err.begin(), o.err.end(), '\n'), 2) << o.err;
+  }
+}
+
+TEST(Cli, BadTokenIdsAreRefused) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const Output o = run_cli("logits -m " + model + " --prompt-ids 1,99999 -n 1");
+  EXPECT_NE(o.status, 0);
+  EXPECT_NE(o.err.find("99999"), std::string::npos) << o.err;
+}
+
+TEST(Cli, SynthModelRuns) {
+  const std::string path = ::testing::TempDir() + "tessera_synth_test.gguf";
+  const Output s = run_cli("synth -o " + path + " --n-layer 1 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 96 --n-vocab 400");
+  ASSERT_EQ(s.status, 0) << s.err;
+  const Output r = run_cli("run -m " + path + " -p 'the little dog' -n 8 --temp 0 -t 2");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("the little dog", 0), 0u) << r.out;
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,122 @@
+// Compares tessera's forward pass with the reference engine's outputs in
+// ../shared/golden, by the rules of ../shared/README.md: NMSE of the logits after the
+// prompt, and greedy tokens identical up to the first near-tie of the reference.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/test_util.h"
+#include "tessera/context.h"
+#include "tessera/model.h"
+#include "tessera/sampler.h"
+
+namespace tessera {
+namespace {
+
+struct GoldenCase {
+  const char* golden;  // file under shared/golden
+  double max_nmse;
+};
+
+double nmse(std::span<const float> a, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
+    den += double(ref[i]) * ref[i];
+  }
+  return num / den;
+}
+
+/// Steps of the reference's greedy sequence that must match: up to (not including) the
+/// first step whose top-1/top-2 gap is under 0.02.
+size_t comparable_steps(const nlohmann::json& golden) {
+  const auto& steps = golden["top5_per_step"];
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const double gap = steps[i][0][1].get<double>() - steps[i][1][1].get<double>();
+    if (gap < 0.02) return i;
+  }
+  return steps.size();
+}
+
+struct RunOutput {
+  std::vector<float> logits_last_prompt;
+  std::vector<TokenId> greedy;
+};
+
+RunOutput run_model(const Model& model, const std::vector<TokenId>& prompt, size_t n_greedy,
+                    int threads, int64_t batch) {
+  ContextParams cp;
+  cp.n_threads = threads;
+  cp.n_batch = batch;
+  cp.n_ctx = int64_t(prompt.size() + n_greedy);
+  Result<std::unique_ptr<Context>> ctx = Context::create(model, cp);
+  EXPECT_TRUE(ctx.is_ok()) << ctx.status().message();
+  RunOutput out;
+  if (!ctx) return out;
+  Context& c = **ctx;
+  EXPECT_TRUE(c.decode(prompt).is_ok());
+  out.logits_last_prompt.assign(c.logits().begin(), c.logits().end());
+  for (size_t i = 0; i < n_greedy; ++i) {
+    const TokenId next = argmax(c.logits());
+    out.greedy.push_back(next);
+    if (i + 1 < n_greedy) {
+      const TokenId one[] = {next};
+      EXPECT_TRUE(c.decode(one).is_ok());
+    }
+  }
+  return out;
+}
+
+class GoldenTest : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(GoldenTest, MatchesReference) {
+  TESSERA_REQUIRE_SHARED(golden_path, std::string("golden/") + GetParam().golden);
+  std::ifstream in(golden_path);
+  const nlohmann::json golden = nlohmann::json::parse(in);
+  TESSERA_REQUIRE_SHARED(model_path, "models/" + golden["model"].get<std::string>());
+  Result<std::unique_ptr<Model>> model = Model::load(model_path);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+
+  const auto prompt = golden["prompt_ids"].get<std::vector<TokenId>>();
+  const auto ref_logits = golden["logits_last_prompt"].get<std::vector<float>>();
+  const auto ref_greedy = golden["greedy"].get<std::vector<TokenId>>();
+  const size_t n_check = comparable_steps(golden);
+
+  std::vector<TokenId> first_tokens;
+  // One batch and small batches; one and two threads: all must meet the rules, and the
+  // greedy tokens must not depend on the thread count.
+  for (auto [threads, batch] : {std::pair{1, 512}, std::pair{2, 512}, std::pair{2, 5}}) {
+    SCOPED_TRACE("threads " + std::to_string(threads) + ", batch " + std::to_string(batch));
+    const RunOutput out = run_model(**model, prompt, ref_greedy.size(), threads, batch);
+    ASSERT_EQ(out.logits_last_prompt.size(), ref_logits.size());
+    const double e = nmse(out.logits_last_prompt, ref_logits);
+    EXPECT_LE(e, GetParam().max_nmse);
+    RecordProperty("nmse_t" + std::to_string(threads) + "_b" + std::to_string(batch), std::to_string(e));
+    for (size_t i = 0; i < n_check; ++i) {
+      ASSERT_EQ(out.greedy[i], ref_greedy[i]) << "greedy step " << i << " of " << n_check;
+    }
+    if (first_tokens.empty()) {
+      first_tokens = out.greedy;
+    } else {
+      EXPECT_EQ(out.greedy, first_tokens);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FloatModels, GoldenTest,
+    ::testing::Values(GoldenCase{"stories260K.once-upon.json", 1e-5},
+                      GoldenCase{"stories260K.little-dog.json", 1e-5},
+                      GoldenCase{"mini-llama-f16.hello.json", 1e-5}),
+    [](const auto& test_info) {
+      std::string name = test_info.param.golden;
+      name = name.substr(0, name.find(".json"));
+      for (char& c : name) {
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace tessera

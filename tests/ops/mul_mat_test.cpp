@@ -1,0 +1,84 @@
+// mul_mat against a double-precision reference: odd sizes, F16/BF16 weights, strided
+// operands, GQA broadcasting over dims 2-3, and fewer weight rows than threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops/op_test_util.h"
+
+namespace tessera::test {
+namespace {
+
+struct MulMatCase {
+  int64_t k, m, n;  // a: [k, m, a2, a3], b: [k, n, b2, b3]
+  int64_t a2 = 1, a3 = 1, b2 = 1, b3 = 1;
+  DType type = DType::F32;
+  Layout la = Layout::Contiguous, lb = Layout::Contiguous;
+};
+
+std::ostream& operator<<(std::ostream& os, const MulMatCase& c) {
+  return os << dtype_name(c.type) << " k " << c.k << " m " << c.m << " n " << c.n << " a " << c.a2
+            << "x" << c.a3 << " b " << c.b2 << "x" << c.b3 << " a " << layout_name(c.la) << " b "
+            << layout_name(c.lb);
+}
+
+constexpr DType F16 = DType::F16;
+constexpr DType BF16 = DType::BF16;
+constexpr DType F32 = DType::F32;
+constexpr Layout kC = Layout::Contiguous;
+constexpr Layout kT = Layout::Transposed;
+constexpr Layout kP = Layout::Permuted;
+constexpr Layout kS = Layout::Sliced;
+
+const MulMatCase kMulMatCases[] = {
+    {1, 1, 1},
+    {3, 5, 2},
+    {17, 7, 9},
+    {255, 33, 6},
+    {4097, 17, 5},
+    {64, 2, 11},  // fewer src0 rows than threads
+    {1, 1, 7},
+    {32, 10, 7, 2, 1, 8, 1},  // GQA: 4 src1 planes per src0 plane
+    {48, 6, 3, 2, 1, 8, 2},   // and broadcast over dim 3
+    {16, 5, 4, 1, 2, 3, 4},
+    {4097, 9, 1, 1, 1, 1, 1, F16},  // decode: direct F16 dot
+    {255, 13, 9, 1, 1, 1, 1, F16},  // prefill: converted F16 rows
+    {130, 7, 3, 2, 1, 4, 1, F16},
+    {255, 9, 5, 1, 1, 1, 1, BF16},
+    {67, 8, 6, 1, 1, 1, 1, BF16},
+    {33, 19, 6, 1, 1, 1, 1, F32, kT, kC},  // strided src0 rows
+    {33, 19, 6, 1, 1, 1, 1, F16, kT, kC},
+    {40, 11, 7, 1, 1, 1, 1, F32, kC, kT},  // strided src1 rows: packed by prepare
+    {40, 11, 7, 3, 1, 3, 1, F32, kP, kP},
+    {24, 6, 5, 2, 1, 4, 1, F32, kS, kS},
+    {24, 6, 5, 2, 1, 4, 1, BF16, kS, kT},
+};
+
+class MulMatTest : public ::testing::TestWithParam<MulMatCase> {};
+
+TEST_P(MulMatTest, MatchesReference) {
+  const MulMatCase& c = GetParam();
+  OpTest t(41);
+  Tensor* a = t.input(c.type, {c.k, c.m, c.a2, c.a3}, c.la, -1, 1);
+  Tensor* b = t.input(F32, {c.k, c.n, c.b2, c.b3}, c.lb, -1, 1);
+  Tensor* out = ops::mul_mat(t.graph(), a, b);
+  Expected want;
+  for_each_index({c.m, c.n, c.b2, c.b3}, [&](int64_t i, int64_t j, int64_t p2, int64_t p3) {
+    const int64_t a2 = p2 / (c.b2 / c.a2), a3 = p3 / (c.b3 / c.a3);
+    double sum = 0, mag = 0;
+    for (int64_t x = 0; x < c.k; ++x) {
+      const double prod = t.at(a, x, i, a2, a3) * t.at(b, x, j, p2, p3);
+      sum += prod;
+      mag += std::fabs(prod);
+    }
+    want.value.push_back(sum);
+    want.mag.push_back(mag);
+  });
+  // Float accumulation error grows about like sqrt(k) relative to sum |a_i b_i|.
+  t.check(out, want, {4e-7 * std::sqrt(double(c.k)), 1e-30});
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, MulMatTest, ::testing::ValuesIn(kMulMatCases));
+
+}  // namespace
+}  // namespace tessera::test

@@ -1,0 +1,27 @@
+// The subcommands of `tessera`: each file registers its options on the CLI11 app and
+// returns the function that runs it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace tessera::cli {
+
+/// A registered subcommand and what runs it once its options are parsed.
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Command add_run(CLI::App& app);
+Command add_logits(CLI::App& app);
+Command add_inspect(CLI::App& app);
+Command add_synth(CLI::App& app);
+
+/// Prints "tessera: <message>" to stderr and returns the exit status for errors (1).
+int fail(const std::string& message);
+/// A sane default thread count: the machine's cores.
+int default_threads();
+
+}  // namespace tessera::cli
