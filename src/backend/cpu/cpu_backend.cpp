@@ -73,18 +73,24 @@ Status CpuBackend::compute(const Graph& graph) {
     const cpu::OpEntry& e = cpu::op_entry(node->op);
     if (e.work_size) work_size = std::max(work_size, e.work_size(node, nth));
   }
-  if (work_.size() < work_size) work_.resize(work_size);
+  if (work_size_ < work_size) {
+    work_.reset(static_cast<char*>(
+        std::aligned_alloc(kAlignment, (work_size + kAlignment - 1) / kAlignment * kAlignment)));
+    if (!work_) {
+      work_size_ = 0;
+      return Status::error("cpu: cannot allocate " + std::to_string(work_size) +
+                           " bytes of scratch");
+    }
+    work_size_ = work_size;
+  }
 
   const std::vector<Tensor*>& nodes = graph.nodes();
   pool_.run([&](int ith, int n) {
-    cpu::KernelParams p{ith, n, work_.data(), work_.size()};
+    cpu::KernelParams p{ith, n, work_.get(), work_size_};
     for (Tensor* node : nodes) {
       if (op_is_view(node->op)) continue;
       const cpu::OpEntry& e = cpu::op_entry(node->op);
-      if (e.prepare) {
-        e.prepare(node, p);
-        pool_.barrier();
-      }
+      if (e.prepare && e.prepare(node, p)) pool_.barrier();
       e.compute(node, p);
       pool_.barrier();
     }

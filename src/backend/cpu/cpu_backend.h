@@ -2,6 +2,7 @@
 // a graph node by node, each node's work split across the threads.
 #pragma once
 
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -31,8 +32,12 @@ class CpuBackend final : public Backend {
   static constexpr size_t kAlignment = 64;
 
  private:
+  struct FreeDeleter {
+    void operator()(char* p) const { std::free(p); }
+  };
   ThreadPool pool_;
-  std::vector<char> work_;
+  std::unique_ptr<char, FreeDeleter> work_;  // scratch shared by the kernels, 64-byte aligned
+  size_t work_size_ = 0;
 };
 
 }  // namespace tessera

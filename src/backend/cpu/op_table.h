@@ -12,7 +12,7 @@ namespace tessera::cpu {
 struct KernelParams {
   int ith = 0;
   int nth = 1;
-  char* work = nullptr;  // shared scratch of the size work_size() asked for
+  char* work = nullptr;  // shared scratch of the size work_size() asked for, 64-byte aligned
   size_t work_size = 0;
 };
 
@@ -23,9 +23,11 @@ struct OpEntry {
   void (*compute)(Tensor* node, const KernelParams& p) = nullptr;
   /// Optional: scratch bytes the op needs for nth threads.
   size_t (*work_size)(const Tensor* node, int nth) = nullptr;
-  /// Optional: a first phase run by every thread before compute, with a barrier
-  /// between (e.g. converting the activations of a mul_mat once for all threads).
-  void (*prepare)(Tensor* node, const KernelParams& p) = nullptr;
+  /// Optional: a first phase run by every thread before compute (e.g. converting the
+  /// activations of a mul_mat once for all threads). Returns whether it wrote anything
+  /// compute depends on, in which case a barrier follows; the answer must depend on the
+  /// node only, so that every thread agrees.
+  bool (*prepare)(Tensor* node, const KernelParams& p) = nullptr;
 };
 
 /// The entry of an op; ops with no CPU kernel have an entry with null functions.

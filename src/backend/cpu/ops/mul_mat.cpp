@@ -150,10 +150,10 @@ size_t mul_mat_work_size(const Tensor* node, int nth) {
 }
 
 // Packs strided src1 rows into dense F32 rows at the start of the scratch, split over
-// src1 rows; compute runs after a barrier.
-void mul_mat_prepare(Tensor* node, const KernelParams& p) {
+// src1 rows; compute runs after a barrier. Dense src1 needs no packing and no barrier.
+bool mul_mat_prepare(Tensor* node, const KernelParams& p) {
   const Layout l = layout_of(node);
-  if (!l.pack_src1) return;
+  if (!l.pack_src1) return false;
   const Tensor* b = node->src[1];
   float* packed = reinterpret_cast<float*>(align64(p.work));
   int64_t r0, r1;
@@ -162,6 +162,7 @@ void mul_mat_prepare(Tensor* node, const KernelParams& p) {
     const RowIndex ri = row_index(b, r);
     read_row(b, ri.i1, ri.i2, ri.i3, packed + r * b->ne[0]);
   }
+  return true;
 }
 
 // Threads split src0 rows over all planes; with fewer src0 rows than threads they split

@@ -8,7 +8,7 @@ namespace tessera::cpu {
 
 bool mul_mat_supports(const Tensor* node);
 size_t mul_mat_work_size(const Tensor* node, int nth);
-void mul_mat_prepare(Tensor* node, const KernelParams& p);
+bool mul_mat_prepare(Tensor* node, const KernelParams& p);
 void mul_mat_compute(Tensor* node, const KernelParams& p);
 
 }  // namespace tessera::cpu
