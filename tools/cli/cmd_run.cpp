@@ -74,6 +74,7 @@ int run_generate(const RunOptions& o) {
   }
   const double gen_s = seconds_since(t_gen);
   std::printf("\n");
+  std::fflush(stdout);
   std::fprintf(stderr, "tessera: prompt %zu tokens in %.3f s (%.1f tok/s); generated %d tokens in %.3f s (%.1f tok/s)\n",
                prompt.size(), prompt_s, double(prompt.size()) / prompt_s, generated, gen_s,
                gen_s > 0 ? generated / gen_s : 0.0);

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unistd.h>
 
 #include "commands.h"
 #include "synth_vocab.h"
@@ -58,6 +59,7 @@ struct Synthesizer {
   gguf::Writer writer;
   std::vector<std::vector<uint8_t>> storage;  // tensor bytes, alive until write()
   Rng rng;
+  bool progress = isatty(fileno(stderr)) != 0;  // a progress line only on a terminal
 
   void add(const std::string& name, std::array<int64_t, 4> ne, int n_dims, float stddev, float mean) {
     const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
@@ -87,10 +89,12 @@ struct Synthesizer {
       add(p + "ffn_gate.weight", {s.n_embd, s.n_ff, 1, 1}, 2, w, 0.0f);
       add(p + "ffn_up.weight", {s.n_embd, s.n_ff, 1, 1}, 2, w, 0.0f);
       add(p + "ffn_down.weight", {s.n_ff, s.n_embd, 1, 1}, 2, w, 0.0f);
-      std::fprintf(stderr, "\rtessera synth: layer %lld/%lld", static_cast<long long>(il + 1),
-                   static_cast<long long>(s.n_layer));
+      if (progress) {
+        std::fprintf(stderr, "\rtessera synth: layer %lld/%lld", static_cast<long long>(il + 1),
+                     static_cast<long long>(s.n_layer));
+      }
     }
-    std::fprintf(stderr, "\n");
+    if (progress) std::fprintf(stderr, "\n");
   }
 
   void add_hparams() {
