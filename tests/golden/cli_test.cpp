@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unistd.h>
 
 #include "common/test_util.h"
 
@@ -20,7 +21,10 @@ struct Output {
 
 /// Runs the CLI with arguments (shell-quoted by the caller) and captures both streams.
 Output run_cli(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "tessera_cli_stderr.txt";
+  // ctest runs tests in parallel processes: each capture gets its own file.
+  static int calls = 0;
+  const std::string err_file = ::testing::TempDir() + "tessera_cli_stderr." +
+                               std::to_string(getpid()) + "." + std::to_string(calls++) + ".txt";
   const std::string cmd = test::cli_path() + " " + args + " 2>" + err_file;
   Output o;
   FILE* p = popen(cmd.c_str(), "r");
@@ -35,6 +39,7 @@ Output run_cli(const std::string& args) {
     while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) o.err.append(buf.data(), n);
     std::fclose(e);
   }
+  std::remove(err_file.c_str());
   return o;
 }
 

@@ -75,7 +75,9 @@ int run_logits(const LogitsOptions& o) {
   cp.n_threads = o.threads;
   cp.n_batch = o.batch;
   cp.kv_type = o.kv_f32 ? DType::F32 : DType::F16;
-  cp.n_ctx = std::min<int64_t>((*model)->info().n_ctx_train, int64_t(prompt.size()) + o.n_predict);
+  // Exactly what the prompt and the continuation need, even past the training context
+  // (as the reference engine allows; quality beyond it is the model's business).
+  cp.n_ctx = int64_t(prompt.size()) + o.n_predict;
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
   if (Status s = (*ctx)->decode(prompt); !s) return fail(s.message());

@@ -1,4 +1,5 @@
 // `tessera run`: generate text from a prompt, printed as it is produced.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -39,6 +40,15 @@ int run_generate(const RunOptions& o) {
   ContextParams cp;
   cp.n_threads = o.threads;
   cp.n_ctx = o.ctx;
+  if (cp.n_ctx == 0) {
+    // The model's context (at most 4096), grown to hold this prompt and continuation.
+    const int64_t needed = int64_t(prompt.size()) + o.n_predict;
+    cp.n_ctx = std::max(std::min<int64_t>((*model)->info().n_ctx_train, 4096), needed);
+    if (needed > (*model)->info().n_ctx_train) {
+      std::fprintf(stderr, "tessera: warning: %lld tokens exceed the model's training context of %lld\n",
+                   static_cast<long long>(needed), static_cast<long long>((*model)->info().n_ctx_train));
+    }
+  }
   cp.n_batch = o.batch;
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
@@ -91,7 +101,7 @@ Command add_run(CLI::App& app) {
   cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate (stops early at end of text)")
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
-  cmd->add_option("-c,--ctx-size", o->ctx, "context size in tokens (0: the model's, at most 4096)")
+  cmd->add_option("-c,--ctx-size", o->ctx, "context size in tokens (0: the model's, at most 4096, grown to fit prompt + n-predict)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
   cmd->add_option("-b,--batch", o->batch, "prompt tokens per forward pass")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")->check(CLI::Range(0.0, 100.0));
