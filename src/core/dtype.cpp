@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/fp16.h"
+#include "quant/quant.h"
 
 namespace tessera {
 namespace {
@@ -40,24 +41,24 @@ struct Entry {
 };
 
 // Block sizes and byte sizes are the GGUF layouts (QK_K = 256 for the k-quants).
-// Conversions for quantized types arrive with the quantization work; until then the
-// loader refuses such tensors with a message instead of guessing.
+// Quantized types convert through the reference code of src/quant; the IQ and TQ
+// families have no conversion yet, so the loader refuses such tensors with a message.
 constexpr uint32_t kMaxId = 40;
 constexpr Entry kEntries[] = {
     {0, {"f32", 1, 4, false, f32_to_float, f32_from_float}},
     {1, {"f16", 1, 2, false, f16_to_float, f16_from_float}},
-    {2, {"q4_0", 32, 18, true, nullptr, nullptr}},
-    {3, {"q4_1", 32, 20, true, nullptr, nullptr}},
-    {6, {"q5_0", 32, 22, true, nullptr, nullptr}},
-    {7, {"q5_1", 32, 24, true, nullptr, nullptr}},
-    {8, {"q8_0", 32, 34, true, nullptr, nullptr}},
-    {9, {"q8_1", 32, 36, true, nullptr, nullptr}},
-    {10, {"q2_K", 256, 84, true, nullptr, nullptr}},
-    {11, {"q3_K", 256, 110, true, nullptr, nullptr}},
-    {12, {"q4_K", 256, 144, true, nullptr, nullptr}},
-    {13, {"q5_K", 256, 176, true, nullptr, nullptr}},
-    {14, {"q6_K", 256, 210, true, nullptr, nullptr}},
-    {15, {"q8_K", 256, 292, true, nullptr, nullptr}},
+    {2, {"q4_0", 32, 18, true, quant::dequantize_q4_0, quant::quantize_q4_0}},
+    {3, {"q4_1", 32, 20, true, quant::dequantize_q4_1, quant::quantize_q4_1}},
+    {6, {"q5_0", 32, 22, true, quant::dequantize_q5_0, quant::quantize_q5_0}},
+    {7, {"q5_1", 32, 24, true, quant::dequantize_q5_1, quant::quantize_q5_1}},
+    {8, {"q8_0", 32, 34, true, quant::dequantize_q8_0, quant::quantize_q8_0}},
+    {9, {"q8_1", 32, 36, true, quant::dequantize_q8_1, quant::quantize_q8_1}},
+    {10, {"q2_K", 256, 84, true, quant::dequantize_q2_K, quant::quantize_q2_K}},
+    {11, {"q3_K", 256, 110, true, quant::dequantize_q3_K, quant::quantize_q3_K}},
+    {12, {"q4_K", 256, 144, true, quant::dequantize_q4_K, quant::quantize_q4_K}},
+    {13, {"q5_K", 256, 176, true, quant::dequantize_q5_K, quant::quantize_q5_K}},
+    {14, {"q6_K", 256, 210, true, quant::dequantize_q6_K, quant::quantize_q6_K}},
+    {15, {"q8_K", 256, 292, true, quant::dequantize_q8_K, quant::quantize_q8_K}},
     {16, {"iq2_xxs", 256, 66, true, nullptr, nullptr}},
     {17, {"iq2_xs", 256, 74, true, nullptr, nullptr}},
     {18, {"iq3_xxs", 256, 98, true, nullptr, nullptr}},

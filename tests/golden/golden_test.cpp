@@ -17,6 +17,9 @@ namespace {
 struct GoldenCase {
   const char* golden;  // file under shared/golden
   double max_nmse;
+  // Greedy tokens are compared for models with decisive logits only: the random-weight
+  // mini-llama models have near-flat ones (shared/README.md).
+  bool check_greedy;
 };
 
 double nmse(std::span<const float> a, const std::vector<float>& ref) {
@@ -93,7 +96,7 @@ TEST_P(GoldenTest, MatchesReference) {
     const double e = nmse(out.logits_last_prompt, ref_logits);
     EXPECT_LE(e, GetParam().max_nmse);
     RecordProperty("nmse_t" + std::to_string(threads) + "_b" + std::to_string(batch), std::to_string(e));
-    for (size_t i = 0; i < n_check; ++i) {
+    for (size_t i = 0; GetParam().check_greedy && i < n_check; ++i) {
       ASSERT_EQ(out.greedy[i], ref_greedy[i]) << "greedy step " << i << " of " << n_check;
     }
     if (first_tokens.empty()) {
@@ -104,11 +107,42 @@ TEST_P(GoldenTest, MatchesReference) {
   }
 }
 
+// Prompts longer than the model's training context (stories260K: 128) up to 400 tokens:
+// the result must not depend on how the prompt is batched or threaded.
+TEST(GoldenLongPrompt, BatchAndThreadInvariant) {
+  TESSERA_REQUIRE_SHARED(model_path, "models/stories260K.gguf");
+  Result<std::unique_ptr<Model>> model = Model::load(model_path);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  std::vector<TokenId> prompt = {1};
+  uint32_t state = 12345;
+  while (prompt.size() < 400) {
+    state = state * 1664525u + 1013904223u;
+    prompt.push_back(TokenId(3 + (state >> 8) % 509));
+  }
+  const RunOutput whole = run_model(**model, prompt, 8, 1, 512);
+  const RunOutput split = run_model(**model, prompt, 8, 2, 37);
+  ASSERT_EQ(whole.logits_last_prompt.size(), 512u);
+  EXPECT_LE(nmse(split.logits_last_prompt, whole.logits_last_prompt), 1e-9);
+  EXPECT_EQ(split.greedy, whole.greedy);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     FloatModels, GoldenTest,
-    ::testing::Values(GoldenCase{"stories260K.once-upon.json", 1e-5},
-                      GoldenCase{"stories260K.little-dog.json", 1e-5},
-                      GoldenCase{"mini-llama-f16.hello.json", 1e-5}),
+    ::testing::Values(GoldenCase{"stories260K.once-upon.json", 1e-5, true},
+                      GoldenCase{"stories260K.little-dog.json", 1e-5, true},
+                      GoldenCase{"mini-llama-f16.hello.json", 1e-5, true},
+                      // The reference quantizes activations to 8 bits, tessera keeps them in
+                      // F32 on the reference path: 1e-3 is the shared rule for quantized files.
+                      GoldenCase{"mini-llama-Q8_0.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-Q4_0.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-Q4_1.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-Q5_0.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-Q5_1.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-Q2_K.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-Q3_K.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-Q4_K.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-Q5_K.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-Q6_K.hello.json", 1e-3, false}),
     [](const auto& test_info) {
       std::string name = test_info.param.golden;
       name = name.substr(0, name.find(".json"));

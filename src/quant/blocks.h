@@ -1,0 +1,144 @@
+// GGUF quantized block layouts, byte for byte as they are stored in files.
+//
+// Every block covers a fixed number of consecutive elements of a row. Scales marked
+// "fp16" are IEEE half floats stored as raw bits (little-endian, like everything in
+// GGUF). The "32-element" (legacy) formats hold one scale per 32 elements; the k-quants
+// group QK_K = 256 elements into a super-block of sub-blocks whose scales are themselves
+// quantized against one or two fp16 super-scales.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tessera::quant {
+
+inline constexpr int QK4_0 = 32;
+inline constexpr int QK4_1 = 32;
+inline constexpr int QK5_0 = 32;
+inline constexpr int QK5_1 = 32;
+inline constexpr int QK8_0 = 32;
+inline constexpr int QK8_1 = 32;
+inline constexpr int QK_K = 256;
+/// Bytes of the packed 6-bit scales and mins of Q4_K and Q5_K.
+inline constexpr int K_SCALE_SIZE = 12;
+
+/// Q4_0: x = d * (q - 8), q in [0, 15].
+/// qs[j] holds element j in its low nibble and element j + 16 in its high nibble.
+struct BlockQ4_0 {
+  uint16_t d;             // fp16 scale
+  uint8_t qs[QK4_0 / 2];  // nibbles
+};
+
+/// Q4_1: x = d * q + m, q in [0, 15]; nibbles packed as in Q4_0.
+struct BlockQ4_1 {
+  uint16_t d;  // fp16 scale
+  uint16_t m;  // fp16 minimum (added)
+  uint8_t qs[QK4_1 / 2];
+};
+
+/// Q5_0: x = d * (q - 16), q in [0, 31]. The low 4 bits are nibbles packed as in Q4_0;
+/// bit 4 of element j is bit j of qh read as a little-endian uint32.
+struct BlockQ5_0 {
+  uint16_t d;             // fp16 scale
+  uint8_t qh[4];          // fifth bits, element j at bit j
+  uint8_t qs[QK5_0 / 2];  // low nibbles
+};
+
+/// Q5_1: x = d * q + m, q in [0, 31]; bits packed as in Q5_0.
+struct BlockQ5_1 {
+  uint16_t d;  // fp16 scale
+  uint16_t m;  // fp16 minimum (added)
+  uint8_t qh[4];
+  uint8_t qs[QK5_1 / 2];
+};
+
+/// Q8_0: x = d * q, q in [-127, 127], elements in order.
+struct BlockQ8_0 {
+  uint16_t d;  // fp16 scale
+  int8_t qs[QK8_0];
+};
+
+/// Q8_1: as Q8_0, plus s = fp16(d * sum(qs)), which lets a dot product with a format
+/// that has a minimum (Q4_1, Q5_1) account for it without summing qs again.
+struct BlockQ8_1 {
+  uint16_t d;  // fp16 scale
+  uint16_t s;  // fp16 of d * sum(qs)
+  int8_t qs[QK8_1];
+};
+
+/// Q2_K: 16 sub-blocks of 16 elements; x = d * sc * q - dmin * m, q in [0, 3], where
+/// scales[i] holds sc (low nibble) and m (high nibble) of sub-block i.
+/// Element e (0..255) lives in qs[32 * (e / 128) + e % 32] at bit 2 * ((e % 128) / 32).
+struct BlockQ2_K {
+  uint8_t scales[QK_K / 16];  // 4-bit scale | 4-bit min << 4
+  uint8_t qs[QK_K / 4];       // 2-bit quants
+  uint16_t d;                 // fp16 super-scale of the scales
+  uint16_t dmin;              // fp16 super-scale of the mins
+};
+
+/// Q3_K: 16 sub-blocks of 16 elements; x = d * (sc - 32) * (q - 4), q in [0, 7], sc a
+/// 6-bit scale. The two low bits of q are packed as in Q2_K; the third is bit e / 32 of
+/// hmask[e % 32]. Scale i: low 4 bits in scales[i] (i < 8, low nibble) or scales[i - 8]
+/// (high nibble); high 2 bits at bit 2 * (i / 4) of scales[8 + i % 4].
+struct BlockQ3_K {
+  uint8_t hmask[QK_K / 8];  // high bits of q
+  uint8_t qs[QK_K / 4];     // low 2 bits of q
+  uint8_t scales[12];       // 16 packed 6-bit scales
+  uint16_t d;               // fp16 super-scale
+};
+
+/// Q4_K: 8 sub-blocks of 32 elements; x = d * sc * q - dmin * m, q in [0, 15], sc and m
+/// 6-bit. scales (K_SCALE_SIZE bytes), for sub-block j:
+///   j < 4: sc = scales[j] & 63, m = scales[j + 4] & 63;
+///   j >= 4: sc = (scales[j + 4] & 15) | (scales[j - 4] >> 6) << 4,
+///           m = (scales[j + 4] >> 4) | (scales[j] >> 6) << 4.
+/// Element e: qs[32 * (e / 64) + e % 32], low nibble when (e % 64) < 32, else high.
+struct BlockQ4_K {
+  uint16_t d;     // fp16 super-scale of the scales
+  uint16_t dmin;  // fp16 super-scale of the mins
+  uint8_t scales[K_SCALE_SIZE];
+  uint8_t qs[QK_K / 2];
+};
+
+/// Q5_K: as Q4_K with q in [0, 31]; bit 4 of element e is bit e / 32 of qh[e % 32].
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[K_SCALE_SIZE];
+  uint8_t qh[QK_K / 8];  // fifth bits
+  uint8_t qs[QK_K / 2];  // low nibbles
+};
+
+/// Q6_K: 16 sub-blocks of 16 elements; x = d * sc * (q - 32), q in [0, 63], sc int8.
+/// Element e, with h = e / 128, r = e % 128, quarter k = r / 32, l = e % 32:
+/// low 4 bits in ql[64 * h + 32 * (k & 1) + l] (low nibble for k < 2, else high);
+/// high 2 bits at bit 2 * k of qh[32 * h + l].
+struct BlockQ6_K {
+  uint8_t ql[QK_K / 2];      // low 4 bits
+  uint8_t qh[QK_K / 4];      // high 2 bits
+  int8_t scales[QK_K / 16];  // 8-bit sub-block scales
+  uint16_t d;                // fp16 super-scale
+};
+
+/// Q8_K: activation partner of the k-quants; x = d * q with a float scale, plus the
+/// sums of each 16 consecutive q (used for the minimum terms of Q2_K, Q4_K, Q5_K).
+struct BlockQ8_K {
+  float d;
+  int8_t qs[QK_K];
+  int16_t bsums[QK_K / 16];
+};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+}  // namespace tessera::quant

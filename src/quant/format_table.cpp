@@ -1,0 +1,55 @@
+// The table of quantized formats and the row helpers built on it.
+#include <array>
+
+#include "core/check.h"
+#include "quant/quant.h"
+
+namespace tessera::quant {
+namespace {
+
+constexpr Format kFormats[] = {
+    {DType::Q4_0, DType::Q8_0, quantize_q4_0, dequantize_q4_0, vec_dot_q4_0_q8_0},
+    {DType::Q4_1, DType::Q8_1, quantize_q4_1, dequantize_q4_1, vec_dot_q4_1_q8_1},
+    {DType::Q5_0, DType::Q8_0, quantize_q5_0, dequantize_q5_0, vec_dot_q5_0_q8_0},
+    {DType::Q5_1, DType::Q8_1, quantize_q5_1, dequantize_q5_1, vec_dot_q5_1_q8_1},
+    {DType::Q8_0, DType::Q8_0, quantize_q8_0, dequantize_q8_0, vec_dot_q8_0_q8_0},
+    {DType::Q8_1, DType::Q8_1, quantize_q8_1, dequantize_q8_1, vec_dot_q8_1_q8_1},
+    {DType::Q2_K, DType::Q8_K, quantize_q2_K, dequantize_q2_K, vec_dot_q2_K_q8_K},
+    {DType::Q3_K, DType::Q8_K, quantize_q3_K, dequantize_q3_K, vec_dot_q3_K_q8_K},
+    {DType::Q4_K, DType::Q8_K, quantize_q4_K, dequantize_q4_K, vec_dot_q4_K_q8_K},
+    {DType::Q5_K, DType::Q8_K, quantize_q5_K, dequantize_q5_K, vec_dot_q5_K_q8_K},
+    {DType::Q6_K, DType::Q8_K, quantize_q6_K, dequantize_q6_K, vec_dot_q6_K_q8_K},
+    {DType::Q8_K, DType::Q8_K, quantize_q8_K, dequantize_q8_K, vec_dot_q8_K_q8_K},
+};
+
+}  // namespace
+
+const Format* format(DType t) {
+  for (const Format& f : kFormats) {
+    if (f.type == t) return &f;
+  }
+  return nullptr;
+}
+
+size_t quantize_rows(DType t, const float* src, void* dst, int64_t n_rows, int64_t n_per_row) {
+  const Format* f = format(t);
+  TESSERA_CHECK_MSG(f != nullptr, "quantize_rows: not a quantized type");
+  const size_t row_bytes = dtype_row_size(t, n_per_row);
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    f->quantize(src + r * n_per_row, out + size_t(r) * row_bytes, n_per_row);
+  }
+  return size_t(n_rows) * row_bytes;
+}
+
+void dequantize_rows(DType t, const void* src, float* dst, int64_t n_rows, int64_t n_per_row) {
+  const Format* f = format(t);
+  TESSERA_CHECK_MSG(f != nullptr, "dequantize_rows: not a quantized type");
+  const size_t row_bytes = dtype_row_size(t, n_per_row);
+  const auto* in = static_cast<const uint8_t*>(src);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    f->dequantize(in + size_t(r) * row_bytes, dst + r * n_per_row, n_per_row);
+  }
+}
+
+}  // namespace tessera::quant

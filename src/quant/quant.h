@@ -1,0 +1,92 @@
+// Reference (scalar) quantization of every GGUF block format: quantize, dequantize and
+// the dot product against the format's activation partner. This code is the
+// specification: it produces the same blocks as the reference quantizer of the GGUF
+// ecosystem (no importance matrix), and fast kernels are tested against it.
+//
+// All row functions take n = number of elements, a multiple of the format's block size
+// (32 for the legacy formats, QK_K = 256 for the k-quants).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "tessera/dtype.h"
+
+namespace tessera::quant {
+
+using QuantizeFn = void (*)(const float* x, void* y, int64_t n);
+using DequantizeFn = void (*)(const void* x, float* y, int64_t n);
+/// Dot product of n elements: x in the format, y in its dot_partner format.
+using VecDotFn = float (*)(int64_t n, const void* x, const void* y);
+
+/// One quantized format.
+struct Format {
+  DType type;
+  DType dot_partner;  // the type activations are quantized to for vec_dot
+  QuantizeFn quantize;
+  DequantizeFn dequantize;
+  VecDotFn vec_dot;
+};
+
+/// The format of a quantized type, or nullptr for types that are not block-quantized
+/// here (F32, F16, the IQ and TQ families, ...).
+const Format* format(DType t);
+
+/// Quantizes n_rows rows of n_per_row floats (row-major, dense) into dst, row after row.
+/// n_per_row must be a multiple of the block size. Returns the bytes written.
+size_t quantize_rows(DType t, const float* src, void* dst, int64_t n_rows, int64_t n_per_row);
+/// Inverse of quantize_rows: n_rows dense rows of n_per_row elements to floats.
+void dequantize_rows(DType t, const void* src, float* dst, int64_t n_rows, int64_t n_per_row);
+
+/// Rounds to the nearest integer, ties to even (|v| < 2^22), as the reference
+/// quantizer does for the k-quant searches.
+inline int nearest_int(float v) {
+  const float biased = v + 12582912.0f;  // 1.5 * 2^23: the float's ulp becomes 1
+  uint32_t bits;
+  std::memcpy(&bits, &biased, 4);
+  return int(bits & 0x007fffff) - 0x00400000;
+}
+
+// ---- the per-format reference functions (what `format()` points at) ----------------
+// Legacy formats (legacy.cpp).
+void quantize_q4_0(const float* x, void* y, int64_t n);
+void quantize_q4_1(const float* x, void* y, int64_t n);
+void quantize_q5_0(const float* x, void* y, int64_t n);
+void quantize_q5_1(const float* x, void* y, int64_t n);
+void quantize_q8_0(const float* x, void* y, int64_t n);
+void quantize_q8_1(const float* x, void* y, int64_t n);
+void dequantize_q4_0(const void* x, float* y, int64_t n);
+void dequantize_q4_1(const void* x, float* y, int64_t n);
+void dequantize_q5_0(const void* x, float* y, int64_t n);
+void dequantize_q5_1(const void* x, float* y, int64_t n);
+void dequantize_q8_0(const void* x, float* y, int64_t n);
+void dequantize_q8_1(const void* x, float* y, int64_t n);
+float vec_dot_q4_0_q8_0(int64_t n, const void* x, const void* y);
+float vec_dot_q4_1_q8_1(int64_t n, const void* x, const void* y);
+float vec_dot_q5_0_q8_0(int64_t n, const void* x, const void* y);
+float vec_dot_q5_1_q8_1(int64_t n, const void* x, const void* y);
+float vec_dot_q8_0_q8_0(int64_t n, const void* x, const void* y);
+float vec_dot_q8_1_q8_1(int64_t n, const void* x, const void* y);
+
+// k-quants (k_quants_q2_q3.cpp, k_quants_q4_q5.cpp, k_quants_q6_q8.cpp).
+void quantize_q2_K(const float* x, void* y, int64_t n);
+void quantize_q3_K(const float* x, void* y, int64_t n);
+void quantize_q4_K(const float* x, void* y, int64_t n);
+void quantize_q5_K(const float* x, void* y, int64_t n);
+void quantize_q6_K(const float* x, void* y, int64_t n);
+void quantize_q8_K(const float* x, void* y, int64_t n);
+void dequantize_q2_K(const void* x, float* y, int64_t n);
+void dequantize_q3_K(const void* x, float* y, int64_t n);
+void dequantize_q4_K(const void* x, float* y, int64_t n);
+void dequantize_q5_K(const void* x, float* y, int64_t n);
+void dequantize_q6_K(const void* x, float* y, int64_t n);
+void dequantize_q8_K(const void* x, float* y, int64_t n);
+float vec_dot_q2_K_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_q3_K_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_q4_K_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_q5_K_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_q6_K_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_q8_K_q8_K(int64_t n, const void* x, const void* y);
+
+}  // namespace tessera::quant
