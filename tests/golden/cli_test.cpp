@@ -118,6 +118,21 @@ TEST(Cli, BadTokenIdsAreRefused) {
   EXPECT_NE(o.err.find("99999"), std::string::npos) << o.err;
 }
 
+TEST(Cli, BenchReportsBothTests) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const Output o = run_cli("bench -m " + model + " -p 16 -n 4 -r 2 -t 2 -o json --memory");
+  ASSERT_EQ(o.status, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["test"], "pp16");
+  EXPECT_EQ(j["results"][1]["test"], "tg4");
+  for (const auto& r : j["results"]) {
+    EXPECT_EQ(r["samples"].size(), 2u);
+    EXPECT_GT(r["tokens_per_second"].get<double>(), 0.0);
+  }
+  EXPECT_GT(j["peak_rss_mib"].get<double>(), 0.0);
+}
+
 TEST(Cli, SynthModelRuns) {
   const std::string path = ::testing::TempDir() + "tessera_synth_test.gguf";
   const Output s = run_cli("synth -o " + path + " --n-layer 1 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 96 --n-vocab 400");

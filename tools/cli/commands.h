@@ -19,6 +19,7 @@ Command add_logits(CLI::App& app);
 Command add_inspect(CLI::App& app);
 Command add_synth(CLI::App& app);
 Command add_quantize(CLI::App& app);
+Command add_bench(CLI::App& app);
 
 /// Prints "tessera: <message>" to stderr and returns the exit status for errors (1).
 int fail(const std::string& message);

@@ -1,0 +1,211 @@
+// `tessera bench`: prompt processing (pp: one batch of p tokens) and text generation
+// (tg: n tokens one at a time) speed, repeated r times, reported as mean ± std tokens/s
+// with the same meaning as the reference engine's llama-bench. `--bandwidth` measures
+// the machine's memory read bandwidth and the roofline it implies for generation.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "commands.h"
+#include "tessera/context.h"
+#include "tessera/model.h"
+
+namespace tessera::cli {
+namespace {
+
+struct BenchOptions {
+  std::string model;
+  int n_prompt = 512;
+  int n_gen = 128;
+  int threads = default_threads();
+  int reps = 5;
+  std::string output = "md";
+  bool memory = false;
+  bool bandwidth = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+struct Stats {
+  double mean = 0, stddev = 0;
+};
+
+Stats stats_of(const std::vector<double>& v) {
+  Stats s;
+  for (double x : v) s.mean += x;
+  s.mean /= double(v.size());
+  for (double x : v) s.stddev += (x - s.mean) * (x - s.mean);
+  s.stddev = v.size() > 1 ? std::sqrt(s.stddev / double(v.size() - 1)) : 0.0;
+  return s;
+}
+
+/// Bytes per second of reading a buffer far larger than the caches with `threads` threads.
+double measure_read_bandwidth(int threads) {
+  const size_t bytes = size_t(1) << 30;
+  const size_t n = bytes / sizeof(uint64_t);
+  std::vector<uint64_t> buf(n, 1);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    std::vector<uint64_t> sums(size_t(threads) * 8, 0);
+    const auto t0 = Clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const size_t begin = n * size_t(t) / size_t(threads), end = n * size_t(t + 1) / size_t(threads);
+        uint64_t a = 0, b = 0, c = 0, d = 0;
+        for (size_t i = begin; i + 4 <= end; i += 4) {
+          a += buf[i];
+          b += buf[i + 1];
+          c += buf[i + 2];
+          d += buf[i + 3];
+        }
+        sums[size_t(t) * 8] = a + b + c + d;
+      });
+    }
+    for (std::thread& th : pool) th.join();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    uint64_t total = 0;
+    for (uint64_t v : sums) total += v;
+    if (total == 0) return 0;  // keeps the reads from being optimised away
+    best = std::max(best, double(bytes) / s);
+  }
+  return best;
+}
+
+/// Tokens per second of each repetition of one test (pp or tg) on a cleared context.
+Result<std::vector<double>> run_test(Context& ctx, int n_prompt, int n_gen, int reps, int64_t n_vocab) {
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<TokenId> pick(0, TokenId(n_vocab - 1));
+  std::vector<double> tps;
+  for (int rep = -1; rep < reps; ++rep) {  // rep -1 is a warm-up, not counted
+    ctx.clear();
+    std::vector<TokenId> tokens(static_cast<size_t>(std::max(n_prompt, 1)));
+    for (TokenId& t : tokens) t = pick(rng);
+    const auto t0 = Clock::now();
+    if (n_prompt > 0) {
+      TESSERA_RETURN_IF_ERROR(ctx.decode(tokens));
+    }
+    for (int i = 0; i < n_gen; ++i) {
+      const TokenId one[] = {pick(rng)};
+      TESSERA_RETURN_IF_ERROR(ctx.decode(one));
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (rep >= 0) tps.push_back(double(n_prompt + n_gen) / s);
+  }
+  return tps;
+}
+
+/// 1.23 GiB / 45.6 MiB for sizes; 1.10 B / 15.0 M for counts.
+std::string human(double v, bool bytes) {
+  char buf[32];
+  if (bytes) {
+    const bool gib = v >= double(1 << 30);
+    std::snprintf(buf, sizeof buf, "%.2f %s", v / (gib ? double(1 << 30) : double(1 << 20)), gib ? "GiB" : "MiB");
+  } else {
+    const bool billions = v >= 1e9;
+    std::snprintf(buf, sizeof buf, "%.2f %s", v / (billions ? 1e9 : 1e6), billions ? "B" : "M");
+  }
+  return buf;
+}
+
+int run_bench(const BenchOptions& o) {
+  if (o.output != "md" && o.output != "json" && o.output != "csv") {
+    return fail("bench: -o must be md, json or csv");
+  }
+  double bw = 0;
+  if (o.bandwidth) bw = measure_read_bandwidth(o.threads);
+  if (o.model.empty()) {
+    if (!o.bandwidth) return fail("bench: give -m MODEL (or --bandwidth alone)");
+    std::printf("memory read bandwidth, %d threads: %.1f GB/s\n", o.threads, bw / 1e9);
+    return 0;
+  }
+  Result<std::unique_ptr<Model>> model = Model::load(o.model);
+  if (!model) return fail(model.status().message());
+  const ModelInfo& info = (*model)->info();
+  ContextParams cp;
+  cp.n_threads = o.threads;
+  cp.n_batch = std::max(o.n_prompt, 1);
+  cp.n_ctx = std::max<int64_t>(std::max(o.n_prompt, o.n_gen), 1);
+  Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
+  if (!ctx) return fail(ctx.status().message());
+
+  nlohmann::json rows = nlohmann::json::array();
+  auto add_row = [&](const std::string& test, int n_p, int n_g) -> int {
+    Result<std::vector<double>> tps = run_test(**ctx, n_p, n_g, o.reps, info.n_vocab);
+    if (!tps) return fail(tps.status().message());
+    const Stats s = stats_of(*tps);
+    rows.push_back({{"model", std::filesystem::path(o.model).filename().string()},
+                    {"size_bytes", info.weight_bytes}, {"params", info.n_params},
+                    {"threads", o.threads}, {"test", test}, {"reps", o.reps},
+                    {"tokens_per_second", s.mean}, {"stddev", s.stddev}, {"samples", *tps}});
+    return 0;
+  };
+  if (o.n_prompt > 0 && add_row("pp" + std::to_string(o.n_prompt), o.n_prompt, 0) != 0) return 1;
+  if (o.n_gen > 0 && add_row("tg" + std::to_string(o.n_gen), 0, o.n_gen) != 0) return 1;
+
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double peak_mib = double(usage.ru_maxrss) / 1024.0;
+  if (o.output == "json") {
+    nlohmann::json out = {{"results", rows}};
+    if (o.memory) out["peak_rss_mib"] = peak_mib;
+    if (o.bandwidth) {
+      out["read_bandwidth_gbs"] = bw / 1e9;
+      out["tg_roofline_tokens_per_second"] = bw / double(info.weight_bytes);
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  const bool md = o.output == "md";
+  std::printf(md ? "| model | size | params | threads | test | t/s |\n|---|---:|---:|---:|---:|---:|\n"
+                 : "model,size_bytes,params,threads,test,tokens_per_second,stddev\n");
+  for (const auto& r : rows) {
+    const std::string name = r["model"];
+    const double size = double(r["size_bytes"].get<uint64_t>());
+    if (md) {
+      const double params = double(r["params"].get<uint64_t>());
+      std::printf("| %s | %s | %s | %d | %s | %.2f ± %.2f |\n", name.c_str(), human(size, true).c_str(),
+                  human(params, false).c_str(), o.threads,
+                  r["test"].get<std::string>().c_str(), r["tokens_per_second"].get<double>(),
+                  r["stddev"].get<double>());
+    } else {
+      std::printf("%s,%.0f,%llu,%d,%s,%.3f,%.3f\n", name.c_str(), size,
+                  static_cast<unsigned long long>(r["params"].get<uint64_t>()), o.threads,
+                  r["test"].get<std::string>().c_str(), r["tokens_per_second"].get<double>(),
+                  r["stddev"].get<double>());
+    }
+  }
+  if (o.memory) std::printf("%speak RSS: %.1f MiB\n", md ? "\n" : "# ", peak_mib);
+  if (o.bandwidth) {
+    std::printf("%sread bandwidth (%d threads): %.1f GB/s; tg roofline = bandwidth / %.1f MB of weights = %.1f t/s\n",
+                md ? "\n" : "# ", o.threads, bw / 1e9, double(info.weight_bytes) / 1e6,
+                bw / double(info.weight_bytes));
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Measure prompt processing (pp) and generation (tg) speed in tokens/s, as llama-bench");
+  cmd->add_option("-m,--model", o->model, "GGUF model file")->check(CLI::ExistingFile);
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens in one batch (0: skip pp)")->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("-n,--n-gen", o->n_gen, "tokens generated one by one (0: skip tg)")->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
+  cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test (after one warm-up)")->check(CLI::Range(1, 1000));
+  cmd->add_option("-o,--output", o->output, "output format: md, json or csv");
+  cmd->add_flag("--memory", o->memory, "also report the peak resident memory");
+  cmd->add_flag("--bandwidth", o->bandwidth, "also measure memory read bandwidth and the tg roofline");
+  return {cmd, [o] { return run_bench(*o); }};
+}
+
+}  // namespace tessera::cli
