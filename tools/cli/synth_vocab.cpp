@@ -57,9 +57,17 @@ Status add_generated_vocab(gguf::Writer& w, int64_t n_vocab) {
       v.add(piece.substr(0, len), -100.0f + float(len), 1);
     }
   }
-  for (char a = 'a'; a <= 'z' && int64_t(v.tokens.size()) < n_vocab; ++a) {
-    for (char b = 'a'; b <= 'z' && int64_t(v.tokens.size()) < n_vocab; ++b) {
-      v.add(std::string{a, b}, -500.0f, 1);
+  // Then letter n-grams of growing length, with and without the space mark, until the
+  // vocabulary is full (26^3 trigrams alone give over 35000 pieces).
+  for (int len = 2; len <= 4 && int64_t(v.tokens.size()) < n_vocab; ++len) {
+    std::string gram(size_t(len), 'a');
+    while (int64_t(v.tokens.size()) < n_vocab) {
+      v.add(gram, -500.0f - float(len), 1);
+      v.add(std::string(kSpace) + gram, -400.0f - float(len), 1);
+      int i = len - 1;  // next n-gram in lexicographic order
+      while (i >= 0 && gram[size_t(i)] == 'z') gram[size_t(i--)] = 'a';
+      if (i < 0) break;
+      ++gram[size_t(i)];
     }
   }
   if (int64_t(v.tokens.size()) > n_vocab) v.tokens.resize(size_t(n_vocab));
