@@ -66,4 +66,18 @@ char* align64(char* p);
 /// Element i (linear index) of an I32 tensor of any layout.
 int32_t read_i32(const Tensor* t, int64_t i);
 
+/// Calls f(y, x, n) for each row of dst this thread owns, where y is dst's row and x is
+/// src0's row (gathered into y first when src0's rows are strided).
+template <typename F>
+void for_each_row(Tensor* dst, const KernelParams& p, F f) {
+  const Tensor* a = dst->src[0];
+  int64_t r0, r1;
+  split_range(dst->nrows(), p.ith, p.nth, &r0, &r1);
+  for (int64_t r = r0; r < r1; ++r) {
+    const RowIndex ri = row_index(dst, r);
+    float* y = reinterpret_cast<float*>(elem_ptr(dst, 0, ri.i1, ri.i2, ri.i3));
+    f(y, read_row(a, ri.i1, ri.i2, ri.i3, y), dst->ne[0]);
+  }
+}
+
 }  // namespace tessera::cpu

@@ -47,19 +47,6 @@ void binary_compute(Tensor* dst, const KernelParams& p) {
   }
 }
 
-// y = f(x) row by row; strided rows of x are gathered into the dst row first.
-template <typename F>
-void unary_compute(Tensor* dst, const KernelParams& p, F f) {
-  const Tensor* a = dst->src[0];
-  int64_t r0, r1;
-  split_range(dst->nrows(), p.ith, p.nth, &r0, &r1);
-  for (int64_t r = r0; r < r1; ++r) {
-    const RowIndex ri = row_index(dst, r);
-    float* y = reinterpret_cast<float*>(elem_ptr(dst, 0, ri.i1, ri.i2, ri.i3));
-    f(y, read_row(a, ri.i1, ri.i2, ri.i3, y), dst->ne[0]);
-  }
-}
-
 }  // namespace
 
 bool binary_supports(const Tensor* node) {
@@ -79,15 +66,15 @@ bool unary_supports(const Tensor* node) { return dense_f32_rows(node) && is_f32(
 void scale_compute(Tensor* node, const KernelParams& p) {
   const float s = std::get<ScaleParams>(node->params).scale;
   const VecKernels& vk = vec_kernels();
-  unary_compute(node, p, [&](float* y, const float* x, int64_t n) { vk.scale_f32(y, x, s, n); });
+  for_each_row(node, p, [&](float* y, const float* x, int64_t n) { vk.scale_f32(y, x, s, n); });
 }
 
 void silu_compute(Tensor* node, const KernelParams& p) {
-  unary_compute(node, p, vec_kernels().silu_f32);
+  for_each_row(node, p, vec_kernels().silu_f32);
 }
 
 void gelu_compute(Tensor* node, const KernelParams& p) {
-  unary_compute(node, p, vec_kernels().gelu_f32);
+  for_each_row(node, p, vec_kernels().gelu_f32);
 }
 
 }  // namespace tessera::cpu
