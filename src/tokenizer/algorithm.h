@@ -1,4 +1,4 @@
-// The interface each tokenizer algorithm ("llama" SentencePiece, later "gpt2" BPE)
+// The interface each tokenizer algorithm ("llama" SentencePiece, "gpt2" byte-level BPE)
 // implements over a Vocab. The Tokenizer does what is common to all of them: cutting
 // special tokens out of the input, BOS/EOS, and concatenating pieces.
 #pragma once
@@ -24,6 +24,9 @@ class Algorithm {
   /// The bytes token `id` (in range) stands for; control and unknown tokens give their
   /// text when `render_special`, "" otherwise.
   virtual std::string piece(TokenId id, bool render_special) const = 0;
+
+  /// The name of the pre-tokenizer in use ("" when the algorithm has none).
+  virtual std::string_view pre_tokenizer_name() const { return {}; }
 };
 
 }  // namespace tessera::tok

@@ -1,9 +1,11 @@
 #include "tessera/tokenizer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "tessera/gguf.h"
 #include "tokenizer/algorithm.h"
+#include "tokenizer/bpe.h"
 #include "tokenizer/spm.h"
 #include "tokenizer/vocab.h"
 
@@ -53,9 +55,12 @@ Result<std::unique_ptr<const tok::Algorithm>> make_algorithm(const tok::Vocab& v
   const std::string& model = vocab.model();
   if (model == "llama") return std::unique_ptr<const tok::Algorithm>(new tok::SpmAlgorithm(vocab));
   if (model == "gpt2") {
-    return Status::error("tokenizer.ggml.model \"gpt2\" (byte-level BPE) is not supported yet");
+    Result<std::unique_ptr<tok::BpeAlgorithm>> bpe = tok::BpeAlgorithm::create(vocab);
+    if (!bpe) return bpe.status();
+    return std::unique_ptr<const tok::Algorithm>(std::move(bpe).value());
   }
-  return Status::error("unsupported tokenizer.ggml.model \"" + model + "\" (supported: \"llama\")");
+  return Status::error("unsupported tokenizer.ggml.model \"" + model +
+                       "\" (supported: \"llama\", \"gpt2\")");
 }
 
 const std::string& empty_string() {
@@ -139,10 +144,15 @@ bool Tokenizer::add_bos_token() const { return vocab_->flags().add_bos; }
 bool Tokenizer::add_eos_token() const { return vocab_->flags().add_eos; }
 
 bool Tokenizer::is_eog(TokenId id) const {
-  if (id == tok::kNoToken) return false;
-  const tok::SpecialIds& s = vocab_->special();
-  return id == s.eos || id == s.eot || id == s.eom;
+  const std::vector<TokenId>& eog = vocab_->eog_ids();
+  return std::binary_search(eog.begin(), eog.end(), id);
 }
+
+TokenId Tokenizer::eot() const { return vocab_->special().eot; }
+TokenId Tokenizer::fim_pre() const { return vocab_->special().fim_pre; }
+TokenId Tokenizer::fim_suf() const { return vocab_->special().fim_suf; }
+TokenId Tokenizer::fim_mid() const { return vocab_->special().fim_mid; }
+std::string_view Tokenizer::pre_tokenizer() const { return algo_->pre_tokenizer_name(); }
 
 TokenType Tokenizer::token_type(TokenId id) const {
   return vocab_->contains(id) ? vocab_->token(id).type : TokenType::Undefined;

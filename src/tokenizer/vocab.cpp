@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "tessera/gguf.h"
 #include "tessera/log.h"
+#include "tokenizer/pretokenize.h"
 
 namespace tessera::tok {
 namespace {
@@ -15,6 +16,8 @@ constexpr std::string_view kModelKey = "tokenizer.ggml.model";
 constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
 constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
 constexpr std::string_view kTypesKey = "tokenizer.ggml.token_type";
+constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";
+constexpr std::string_view kPreKey = "tokenizer.ggml.pre";
 
 std::string describe_type(const gguf::Value& v) {
   std::string name(gguf::value_type_name(v.type()));
@@ -64,6 +67,17 @@ Status read_special_ids(const gguf::File& file, size_t n_tokens, SpecialIds* ids
       {"tokenizer.ggml.padding_token_id", &ids->pad},
       {"tokenizer.ggml.eot_token_id", &ids->eot},
       {"tokenizer.ggml.eom_token_id", &ids->eom},
+      {"tokenizer.ggml.mask_token_id", &ids->mask},
+      {"tokenizer.ggml.fim_pre_token_id", &ids->fim_pre},
+      {"tokenizer.ggml.fim_suf_token_id", &ids->fim_suf},
+      {"tokenizer.ggml.fim_mid_token_id", &ids->fim_mid},
+      {"tokenizer.ggml.fim_pad_token_id", &ids->fim_pad},
+      {"tokenizer.ggml.fim_rep_token_id", &ids->fim_rep},
+      {"tokenizer.ggml.fim_sep_token_id", &ids->fim_sep},
+      // Older names of the first three FIM ids; read last, so they win (as llama.cpp).
+      {"tokenizer.ggml.prefix_token_id", &ids->fim_pre},
+      {"tokenizer.ggml.suffix_token_id", &ids->fim_suf},
+      {"tokenizer.ggml.middle_token_id", &ids->fim_mid},
   };
   for (const auto& [key, id] : keys) {
     TESSERA_RETURN_IF_ERROR(read_special_id(file, key, n_tokens, id));
@@ -94,6 +108,47 @@ bool is_special_type(TokenType type) {
   return type == TokenType::Control || type == TokenType::UserDefined || type == TokenType::Unknown;
 }
 
+/// tokenizer.ggml.pre and tokenizer.ggml.merges into *bpe; merges are required for "gpt2".
+Status read_bpe_data(const gguf::File& file, const std::string& model, BpeData* bpe) {
+  if (file.find(kPreKey) != nullptr) {
+    Result<std::string> pre = file.get_string(kPreKey);
+    if (!pre) return pre.status().with_context("tokenizer");
+    bpe->pre = *pre;
+  }
+  Status status;
+  const auto* merges = find_array<std::string>(file, kMergesKey, "an array of strings", &status);
+  TESSERA_RETURN_IF_ERROR(status);
+  if (merges != nullptr) {
+    bpe->merges = *merges;
+  } else if (model == "gpt2") {
+    return key_error(file, kMergesKey, "is missing (a \"gpt2\" vocabulary needs merges)");
+  }
+  return Status::ok();
+}
+
+/// Texts llama.cpp recognises as roles (its workaround for ids missing from the metadata).
+constexpr std::string_view kEotTexts[] = {
+    "<|eot_id|>",      "<|im_end|>", "<|end|>", "<end_of_turn>",         "<|endoftext|>",
+    "<|end_of_text|>", "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>", "<end_of_utterance>"};
+constexpr std::string_view kEomTexts[] = {"<|eom_id|>"};
+constexpr std::string_view kFimPreTexts[] = {"<|fim_prefix|>",  "<fim-prefix>", "<fim_prefix>",
+                                             "<｜fim▁begin｜>", "<PRE>",        "▁<PRE>",
+                                             "<|code_prefix|>"};
+constexpr std::string_view kFimSufTexts[] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
+                                             "<｜fim▁hole｜>", "<SUF>",        "▁<SUF>",
+                                             "<|code_suffix|>"};
+constexpr std::string_view kFimMidTexts[] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+                                             "<｜fim▁end｜>",  "<MID>",        "▁<MID>",
+                                             "<|code_middle|>"};
+constexpr std::string_view kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"};
+constexpr std::string_view kFimRepTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                             "<REPO>", "<reponame>"};
+constexpr std::string_view kFimSepTexts[] = {"<|file_sep|>"};
+constexpr std::string_view kEogTexts[] = {"<|eot_id|>",    "<|im_end|>",      "<|end|>",
+                                          "<|return|>",    "<|call|>",        "<end_of_turn>",
+                                          "<|endoftext|>", "<|eom_id|>",      "<EOT>",
+                                          "_<EOT>",        "<|end_of_text|>", "<end_of_utterance>"};
+
 }  // namespace
 
 SpecialIds default_special_ids(std::string_view model) {
@@ -102,13 +157,17 @@ SpecialIds default_special_ids(std::string_view model) {
     ids.bos = 1;
     ids.eos = 2;
     ids.unk = 0;
+  } else if (model == "gpt2") {  // llama.cpp's defaults, from Falcon's vocabulary
+    ids.bos = 11;
+    ids.eos = 11;
   }
   return ids;
 }
 
 VocabFlags default_flags(std::string_view model) {
   VocabFlags flags;
-  if (model != "llama") {  // byte-level BPE and others: no implicit space prefix
+  if (model != "llama") {  // byte-level BPE and others: no BOS, no implicit space prefix
+    flags.add_bos = false;
     flags.add_space_prefix = false;
   }
   return flags;
@@ -133,20 +192,32 @@ Result<Vocab> Vocab::from_gguf(const gguf::File& file) {
   const auto* types = find_array<int32_t>(file, kTypesKey, "an array of i32", &status);
   TESSERA_RETURN_IF_ERROR(status);
 
+  BpeData bpe;
+  TESSERA_RETURN_IF_ERROR(read_bpe_data(file, *model, &bpe));
+
   SpecialIds ids = default_special_ids(*model);
-  TESSERA_RETURN_IF_ERROR(read_special_ids(file, tokens->size(), &ids));
   VocabFlags flags = default_flags(*model);
+  if (*model == "gpt2") {  // what the pre-tokenizer implies, before the keys say otherwise
+    const PreTokenizerSpec* spec = find_pre_tokenizer(bpe.pre);
+    if (spec != nullptr && spec->add_bos) flags.add_bos = true;
+    if (spec != nullptr && spec->no_bos) ids.bos = kNoToken;
+  }
+  for (TokenId* id : {&ids.bos, &ids.eos, &ids.unk}) {  // defaults beyond a small vocabulary
+    if (*id >= static_cast<TokenId>(tokens->size())) *id = kNoToken;
+  }
+  TESSERA_RETURN_IF_ERROR(read_special_ids(file, tokens->size(), &ids));
   TESSERA_RETURN_IF_ERROR(read_flags(file, &flags));
 
-  Result<Vocab> vocab = from_lists(*model, *tokens, scores ? *scores : std::vector<float>{},
-                                   types ? *types : std::vector<int32_t>{}, ids, flags);
+  Result<Vocab> vocab =
+      from_lists(*model, *tokens, scores ? *scores : std::vector<float>{},
+                 types ? *types : std::vector<int32_t>{}, ids, flags, std::move(bpe));
   if (!vocab) return vocab.status().with_context("tokenizer: " + file.path());
   return vocab;
 }
 
 Result<Vocab> Vocab::from_lists(std::string model, std::vector<std::string> tokens,
                                 std::vector<float> scores, std::vector<int32_t> types,
-                                SpecialIds ids, VocabFlags flags) {
+                                SpecialIds ids, VocabFlags flags, BpeData bpe) {
   const size_t n = tokens.size();
   if (n == 0) return Status::error("the vocabulary is empty");
   if (n > static_cast<size_t>(INT32_MAX)) return Status::error("the vocabulary is too large");
@@ -170,6 +241,7 @@ Result<Vocab> Vocab::from_lists(std::string model, std::vector<std::string> toke
   }
   vocab.special_ = ids;
   vocab.flags_ = flags;
+  vocab.bpe_ = std::move(bpe);
   TESSERA_RETURN_IF_ERROR(vocab.build());
   return vocab;
 }
@@ -180,14 +252,16 @@ const TokenData& Vocab::token(TokenId id) const {
 }
 
 Status Vocab::build() {
-  for (TokenId id : {special_.bos, special_.eos, special_.unk, special_.sep, special_.pad,
-                     special_.eot, special_.eom}) {
+  const SpecialIds& s = special_;
+  for (TokenId id : {s.bos, s.eos, s.unk, s.sep, s.pad, s.eot, s.eom, s.mask, s.fim_pre, s.fim_suf,
+                     s.fim_mid, s.fim_pad, s.fim_rep, s.fim_sep}) {
     if (id != kNoToken && !contains(id)) {
       return Status::error("special token id " + std::to_string(id) + " is out of range (n_vocab " +
                            std::to_string(size()) + ")");
     }
   }
   build_index();
+  detect_special_texts();
   for (TokenId id = 0; id < size(); ++id) {
     if (is_special_type(tokens_[static_cast<size_t>(id)].type)) special_tokens_.push_back(id);
   }
@@ -220,6 +294,70 @@ void Vocab::build_index() {
     }
     slots_[i] = Slot{static_cast<uint32_t>(h >> 32), id};
   }
+}
+
+}  // namespace tessera::tok
+
+namespace tessera::tok {
+
+void Vocab::detect_special_texts() {
+  // A role the metadata left unset takes the first text of its list that is a token; the
+  // token becomes a control token (so it is not matched as text without parse_special).
+  const auto make_control = [&](TokenId id) {
+    TokenData& t = tokens_[static_cast<size_t>(id)];
+    if (t.type != TokenType::Control) {
+      log(LogLevel::Info,
+          "tokenizer: token %d '%s' names a role but is not a control token; "
+          "treating it as one",
+          id, t.text.c_str());
+      t.type = TokenType::Control;
+    }
+  };
+  const auto detect = [&](TokenId* role, const auto& texts) {
+    if (*role != kNoToken) return;
+    for (std::string_view text : texts) {
+      if (const TokenId id = find(text); id != kNoToken) {
+        *role = id;
+        make_control(id);
+        return;
+      }
+    }
+  };
+  detect(&special_.eot, kEotTexts);
+  detect(&special_.eom, kEomTexts);
+  detect(&special_.fim_pre, kFimPreTexts);
+  detect(&special_.fim_suf, kFimSufTexts);
+  detect(&special_.fim_mid, kFimMidTexts);
+  detect(&special_.fim_pad, kFimPadTexts);
+  detect(&special_.fim_rep, kFimRepTexts);
+  detect(&special_.fim_sep, kFimSepTexts);
+
+  std::vector<TokenId> eog;
+  for (std::string_view text : kEogTexts) {
+    if (const TokenId id = find(text); id != kNoToken) {
+      eog.push_back(id);
+      make_control(id);
+    }
+  }
+  // gpt-oss (harmony): "<|end|>" ends a message, not the generation.
+  const TokenId end_id = find("<|end|>");
+  if (find("<|return|>") != kNoToken && find("<|call|>") != kNoToken && end_id != kNoToken) {
+    eog.erase(std::find(eog.begin(), eog.end(), end_id));
+    tokens_[static_cast<size_t>(end_id)].type = TokenType::UserDefined;
+  }
+  // gpt-oss: these always render, like user-defined tokens.
+  for (std::string_view text : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}) {
+    if (const TokenId id = find(text); id != kNoToken) {
+      tokens_[static_cast<size_t>(id)].type = TokenType::UserDefined;
+    }
+  }
+  for (TokenId id : {special_.eos, special_.eot, special_.eom, special_.fim_pad, special_.fim_rep,
+                     special_.fim_sep}) {
+    if (id != kNoToken) eog.push_back(id);
+  }
+  std::sort(eog.begin(), eog.end());
+  eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+  eog_ids_ = std::move(eog);
 }
 
 }  // namespace tessera::tok

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,14 @@ struct SpecialIds {
   TokenId pad = kNoToken;
   TokenId eot = kNoToken;
   TokenId eom = kNoToken;
+  TokenId mask = kNoToken;
+  // Fill-in-the-middle: prefix, suffix, middle, padding, repository, file separator.
+  TokenId fim_pre = kNoToken;
+  TokenId fim_suf = kNoToken;
+  TokenId fim_mid = kNoToken;
+  TokenId fim_pad = kNoToken;
+  TokenId fim_rep = kNoToken;
+  TokenId fim_sep = kNoToken;
 };
 
 /// tokenizer.ggml.add_bos_token / add_eos_token / add_space_prefix.
@@ -44,23 +53,35 @@ struct VocabFlags {
   bool add_space_prefix = true;
 };
 
+/// What byte-level BPE ("gpt2") vocabularies add: tokenizer.ggml.merges ("a b" strings,
+/// rank = index; absent is not the same as empty) and tokenizer.ggml.pre.
+struct BpeData {
+  std::optional<std::vector<std::string>> merges;
+  std::string pre;  // "" when the key is absent
+};
+
 /// The defaults llama.cpp uses for a model name when the GGUF keys are absent
-/// ("llama": bos 1, eos 2, unk 0, add_bos, add_space_prefix).
+/// ("llama": bos 1, eos 2, unk 0, add_bos, add_space_prefix; "gpt2": bos = eos = 11, no
+/// add_bos unless the pre-tokenizer asks for it (llama3), no space prefix).
 SpecialIds default_special_ids(std::string_view model);
 VocabFlags default_flags(std::string_view model);
 
 class Vocab {
  public:
-  /// Reads tokenizer.ggml.model, tokens, scores, token_type, the special ids and the
-  /// flags. Errors: missing model/tokens, mistyped arrays, size mismatches, scores absent
-  /// for a "llama" vocabulary. Special ids out of range keep their default (as llama.cpp).
+  /// Reads tokenizer.ggml.model, tokens, scores, token_type, merges, pre, the special ids
+  /// and the flags. Errors: missing model/tokens, mistyped arrays, size mismatches, scores
+  /// absent for a "llama" vocabulary, merges absent for a "gpt2" one. Special ids out of
+  /// range keep their default (as llama.cpp).
   static Result<Vocab> from_gguf(const gguf::File& file);
 
   /// Builds from plain lists. `scores` and `types` may be empty (0 / Normal); otherwise
   /// they must have one entry per token. Special ids must be kNoToken or in range.
+  /// As llama.cpp, tokens whose text names an end of turn or a fill-in-the-middle role
+  /// ("<|im_end|>", "<|fim_prefix|>", ...) fill the matching special ids left unset and
+  /// become control tokens.
   static Result<Vocab> from_lists(std::string model, std::vector<std::string> tokens,
                                   std::vector<float> scores, std::vector<int32_t> types,
-                                  SpecialIds ids, VocabFlags flags);
+                                  SpecialIds ids, VocabFlags flags, BpeData bpe = {});
 
   const std::string& model() const { return model_; }
   int32_t size() const { return static_cast<int32_t>(tokens_.size()); }
@@ -92,6 +113,13 @@ class Vocab {
 
   const SpecialIds& special() const { return special_; }
   const VocabFlags& flags() const { return flags_; }
+  /// tokenizer.ggml.merges; nullptr when the vocabulary has none.
+  const std::vector<std::string>* merges() const { return bpe_.merges ? &*bpe_.merges : nullptr; }
+  /// tokenizer.ggml.pre ("" when absent).
+  const std::string& pre() const { return bpe_.pre; }
+  /// Tokens that end generation: EOS, EOT, EOM, FIM pad/repo/separator, and tokens whose
+  /// text llama.cpp treats as an end of turn ("<|eot_id|>", "<|im_end|>", ...). Sorted.
+  const std::vector<TokenId>& eog_ids() const { return eog_ids_; }
   /// Control, user-defined and unknown tokens, longest text first (ties: lower id first):
   /// the order in which they are cut out of the input.
   const std::vector<TokenId>& special_tokens() const { return special_tokens_; }
@@ -107,6 +135,8 @@ class Vocab {
 
   Status build();
   void build_index();
+  /// Fills unset eot/eom/fim ids from token texts and collects the end-of-generation set.
+  void detect_special_texts();
 
   std::string model_;
   std::vector<TokenData> tokens_;
@@ -116,6 +146,8 @@ class Vocab {
   std::vector<TokenId> special_tokens_;
   SpecialIds special_;
   VocabFlags flags_;
+  BpeData bpe_;
+  std::vector<TokenId> eog_ids_;
 };
 
 }  // namespace tessera::tok

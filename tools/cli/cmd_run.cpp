@@ -66,6 +66,7 @@ int run_generate(const RunOptions& o) {
   const double prompt_s = seconds_since(t_prompt);
 
   Sampler sampler(o.sampling);
+  StreamDecoder stream(*tok);  // holds back characters split across tokens
   const auto t_gen = Clock::now();
   int generated = 0;
   for (; generated < o.n_predict && generated < budget; ++generated) {
@@ -74,7 +75,7 @@ int run_generate(const RunOptions& o) {
     if (o.print_ids) {
       std::printf("%s%d", generated ? " " : "", next);
     } else {
-      std::printf("%s", tok->token_to_piece(next).c_str());
+      std::printf("%s", stream.push(next).c_str());
     }
     std::fflush(stdout);
     const TokenId one[] = {next};
@@ -83,6 +84,7 @@ int run_generate(const RunOptions& o) {
     }
   }
   const double gen_s = seconds_since(t_gen);
+  if (!o.print_ids) std::printf("%s", stream.flush().c_str());
   std::printf("\n");
   std::fflush(stdout);
   std::fprintf(stderr, "tessera: prompt %zu tokens in %.3f s (%.1f tok/s); generated %d tokens in %.3f s (%.1f tok/s)\n",

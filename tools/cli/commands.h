@@ -20,6 +20,7 @@ Command add_inspect(CLI::App& app);
 Command add_synth(CLI::App& app);
 Command add_quantize(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_tokenize(CLI::App& app);
 
 /// Prints "tessera: <message>" to stderr and returns the exit status for errors (1).
 int fail(const std::string& message);

@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "log what the engine does to stderr");
 
   const std::vector<Command> commands = {add_run(app), add_logits(app), add_inspect(app),
-                                         add_synth(app), add_quantize(app), add_bench(app)};
+                                         add_synth(app), add_quantize(app), add_bench(app),
+                                         add_tokenize(app)};
 
   // One line per error, naming the problem; CLI11's own words after our prefix.
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
