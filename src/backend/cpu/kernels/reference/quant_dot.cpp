@@ -1,0 +1,24 @@
+// The reference level of the quantized kernels: the scalar code of src/quant itself.
+#include "backend/cpu/quant_kernels.h"
+#include "quant/quant.h"
+
+namespace tessera::cpu::reference {
+
+const QuantKernels kQuantKernels = {
+    .isa = Isa::Reference,
+    .quantize_q8_0 = quant::quantize_q8_0,
+    .quantize_q8_1 = quant::quantize_q8_1,
+    .quantize_q8_K = quant::quantize_q8_K,
+    .dot_q4_0_q8_0 = quant::vec_dot_q4_0_q8_0,
+    .dot_q4_1_q8_1 = quant::vec_dot_q4_1_q8_1,
+    .dot_q5_0_q8_0 = quant::vec_dot_q5_0_q8_0,
+    .dot_q5_1_q8_1 = quant::vec_dot_q5_1_q8_1,
+    .dot_q8_0_q8_0 = quant::vec_dot_q8_0_q8_0,
+    .dot_q2_K_q8_K = quant::vec_dot_q2_K_q8_K,
+    .dot_q3_K_q8_K = quant::vec_dot_q3_K_q8_K,
+    .dot_q4_K_q8_K = quant::vec_dot_q4_K_q8_K,
+    .dot_q5_K_q8_K = quant::vec_dot_q5_K_q8_K,
+    .dot_q6_K_q8_K = quant::vec_dot_q6_K_q8_K,
+};
+
+}  // namespace tessera::cpu::reference

@@ -1,0 +1,49 @@
+// Hands out the quantized kernel table of a vector level, only for levels this CPU runs;
+// the active level is the vector kernels' one (dispatch.cpp).
+#include "backend/cpu/quant_kernels.h"
+
+namespace tessera::cpu {
+
+QuantMatmul quant_matmul(const QuantKernels& k, DType t) {
+  switch (t) {
+    case DType::Q4_0:
+      return {DType::Q8_0, k.quantize_q8_0, k.dot_q4_0_q8_0};
+    case DType::Q4_1:
+      return {DType::Q8_1, k.quantize_q8_1, k.dot_q4_1_q8_1};
+    case DType::Q5_0:
+      return {DType::Q8_0, k.quantize_q8_0, k.dot_q5_0_q8_0};
+    case DType::Q5_1:
+      return {DType::Q8_1, k.quantize_q8_1, k.dot_q5_1_q8_1};
+    case DType::Q8_0:
+      return {DType::Q8_0, k.quantize_q8_0, k.dot_q8_0_q8_0};
+    case DType::Q2_K:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_q2_K_q8_K};
+    case DType::Q3_K:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_q3_K_q8_K};
+    case DType::Q4_K:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_q4_K_q8_K};
+    case DType::Q5_K:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_q5_K_q8_K};
+    case DType::Q6_K:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_q6_K_q8_K};
+    default:
+      return {};
+  }
+}
+
+const QuantKernels* quant_kernels_for(Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case Isa::Reference:
+      return &reference::kQuantKernels;
+    case Isa::Avx2:
+      return &avx2::kQuantKernels;
+    case Isa::Avx512:
+      return &avx512::kQuantKernels;
+  }
+  return nullptr;
+}
+
+const QuantKernels& quant_kernels() { return *quant_kernels_for(active_isa()); }
+
+}  // namespace tessera::cpu
