@@ -140,6 +140,11 @@ TEST(Cli, SynthModelRuns) {
   const Output r = run_cli("run -m " + path + " -p 'the little dog' -n 8 --temp 0 -t 2");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.rfind("the little dog", 0), 0u) << r.out;
+  // A quantized synthetic model goes through the quantizer's recipe.
+  const Output q = run_cli("synth -o " + path + " --type q8_0 --n-layer 1 --n-embd 64 --n-head 4 --n-ff 96 --n-vocab 400");
+  ASSERT_EQ(q.status, 0) << q.err;
+  const Output i = run_cli("inspect " + path);
+  EXPECT_NE(i.out.find("q8_0"), std::string::npos) << i.out;
   std::remove(path.c_str());
 }
 

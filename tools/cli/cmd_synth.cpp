@@ -1,5 +1,7 @@
 // `tessera synth`: writes a random-weight LLaMA GGUF of a chosen shape with a generated
 // SentencePiece-style vocabulary. Deterministic for a seed; no network needed.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -10,6 +12,7 @@
 #include "commands.h"
 #include "synth_vocab.h"
 #include "tessera/gguf.h"
+#include "tessera/quantize.h"
 
 namespace tessera::cli {
 namespace {
@@ -31,6 +34,7 @@ struct SynthOptions {
   uint64_t seed = 42;
   Shape shape{};
   std::string vocab_from;
+  std::string quantize_to;  // set when --type names a quantization recipe
 };
 
 /// splitmix64: a tiny, fast, well-mixed generator; Box-Muller on top for normals.
@@ -130,7 +134,19 @@ Status check_shape(const Shape& s) {
 
 int run_synth(SynthOptions& o, const std::map<std::string, int64_t>& overrides) {
   Result<DType> type = parse_type(o.type);
-  if (!type) return fail(type.status().message());
+  if (!type) {
+    // Not a plain float type: a quantization recipe (Q4_0, Q8_0, Q4_K_M, ...) applied to F16.
+    const std::vector<std::string> names = quantize_type_names();
+    std::string upper = o.type;
+    for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+    if (std::find(names.begin(), names.end(), upper) == names.end()) {
+      std::string all;
+      for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+      return fail("synth: --type '" + o.type + "' is neither f32, f16, bf16 nor a quantization type (" + all + ")");
+    }
+    o.quantize_to = upper;
+    type = DType::F16;
+  }
   auto preset = kPresets.find(o.preset);
   if (preset == kPresets.end()) return fail("synth: unknown --preset '" + o.preset + "'");
   o.shape = preset->second;
@@ -151,7 +167,17 @@ int run_synth(SynthOptions& o, const std::map<std::string, int64_t>& overrides) 
                                    : copy_vocab(syn.writer, o.vocab_from, &o.shape.n_vocab);
   if (!vs) return fail(vs.message());
   syn.add_weights();
-  if (Status s = syn.writer.write(o.out); !s) return fail(s.message());
+  // Quantized types: write F16 next to the output, then run the quantizer's recipe on it.
+  const std::string f16_path = o.out + ".f16.tmp";
+  const std::string& first_path = o.quantize_to.empty() ? o.out : f16_path;
+  if (Status s = syn.writer.write(first_path); !s) return fail(s.message());
+  if (!o.quantize_to.empty()) {
+    QuantizeParams qp;
+    qp.type_name = o.quantize_to;
+    Result<QuantizeReport> r = quantize_model(f16_path, o.out, qp);
+    std::remove(f16_path.c_str());
+    if (!r) return fail(r.status().message());
+  }
   std::fprintf(stderr, "tessera synth: wrote %s (random weights, %s)\n", o.out.c_str(), o.type.c_str());
   return 0;
 }
@@ -164,7 +190,9 @@ Command add_synth(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("synth", "Write a random-weight LLaMA GGUF of a given shape");
   cmd->add_option("-o,--output", o->out, "output GGUF file")->required();
   cmd->add_option("--preset", o->preset, "shape: mini, tinyllama-1.1b or llama-7b");
-  cmd->add_option("--type", o->type, "weight type: f32, f16 or bf16 (norms stay f32)");
+  cmd->add_option("--type", o->type,
+                  "weight type: f32, f16, bf16, or a quantization type such as q4_0, q8_0, q4_k_m "
+                  "(see 'tessera quantize --help'); norms stay f32");
   cmd->add_option("--seed", o->seed, "random seed");
   cmd->add_option("--vocab-from", o->vocab_from, "copy the tokenizer of this GGUF file")->check(CLI::ExistingFile);
   for (const char* key : {"n-embd", "n-layer", "n-head", "n-head-kv", "n-ff", "n-vocab", "n-ctx"}) {
