@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/test_util.h"
+#include "common/vocab_vectors.h"
 #include "tessera/gguf.h"
 #include "tessera/log.h"
 #include "tessera/tokenizer.h"
@@ -22,42 +23,9 @@
 namespace tessera {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// The test strings of a .inp file: the text between "\n__ggml_vocab_test__\n" separators.
-std::vector<std::string> read_inputs(const std::string& path) {
-  const std::string text = read_text(path);
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> inputs;
-  for (size_t pos = 0; pos < text.size();) {
-    const size_t next = text.find(sep, pos);
-    if (next == std::string::npos) {
-      inputs.push_back(text.substr(pos));
-      break;
-    }
-    inputs.push_back(text.substr(pos, next - pos));
-    pos = next + sep.size();
-  }
-  return inputs;
-}
-
-/// The expected ids of a .out file, one line per test string.
-std::vector<std::vector<TokenId>> read_outputs(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::vector<TokenId>> outputs;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream ls(line);
-    std::vector<TokenId> ids;
-    for (TokenId id; ls >> id;) ids.push_back(id);
-    outputs.push_back(std::move(ids));
-  }
-  return outputs;
-}
+using test::read_inputs;
+using test::read_outputs;
+using test::read_text;
 
 std::unique_ptr<Tokenizer> load(const std::string& path) {
   auto file = gguf::File::open(path);
