@@ -26,6 +26,7 @@ struct BenchOptions {
   int n_gen = 128;
   int threads = default_threads();
   int reps = 5;
+  int64_t ctx = 0;
   std::string output = "md";
   bool memory = false;
   bool bandwidth = false;
@@ -132,7 +133,10 @@ int run_bench(const BenchOptions& o) {
   ContextParams cp;
   cp.n_threads = o.threads;
   cp.n_batch = std::max(o.n_prompt, 1);
-  cp.n_ctx = std::max<int64_t>(std::max(o.n_prompt, o.n_gen), 1);
+  cp.n_ctx = o.ctx > 0 ? o.ctx : std::max<int64_t>(std::max(o.n_prompt, o.n_gen), 1);
+  if (cp.n_ctx < std::max(o.n_prompt, o.n_gen)) {
+    return fail("bench: --ctx-size " + std::to_string(cp.n_ctx) + " is smaller than the test");
+  }
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
 
@@ -201,6 +205,8 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens in one batch (0: skip pp)")->check(CLI::Range(0, 1 << 16));
   cmd->add_option("-n,--n-gen", o->n_gen, "tokens generated one by one (0: skip tg)")->check(CLI::Range(0, 1 << 16));
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
+  cmd->add_option("-c,--ctx-size", o->ctx, "KV cache cells (default: the larger of p and n)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
   cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test (after one warm-up)")->check(CLI::Range(1, 1000));
   cmd->add_option("-o,--output", o->output, "output format: md, json or csv");
   cmd->add_flag("--memory", o->memory, "also report the peak resident memory");
