@@ -1,6 +1,8 @@
 #include "common/vocab_vectors.h"
 
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <sstream>
 
 namespace tessera::test {
@@ -40,6 +42,19 @@ std::vector<std::vector<int32_t>> read_outputs(const std::string& path) {
     outputs.push_back(std::move(ids));
   }
   return outputs;
+}
+
+std::string english_text(size_t bytes) {
+  const char* words[] = {"the",        "quick", "brown", "fox",       "jumps",
+                         "over",       "lazy",  "dog,",  "inference", "engine.",
+                         "Tokenizers", "are",   "fun\n", "(really)",  "42"};
+  std::mt19937 rng(7);
+  std::string text;
+  while (text.size() < bytes) {
+    text += words[rng() % std::size(words)];
+    text += ' ';
+  }
+  return text;
 }
 
 }  // namespace tessera::test

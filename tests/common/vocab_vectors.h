@@ -15,5 +15,7 @@ std::string read_text(const std::string& path);
 std::vector<std::string> read_inputs(const std::string& path);
 /// The expected ids of a .out file, one vector per line.
 std::vector<std::vector<int32_t>> read_outputs(const std::string& path);
+/// About `bytes` of English-like words, punctuation and newlines (deterministic).
+std::string english_text(size_t bytes);
 
 }  // namespace tessera::test

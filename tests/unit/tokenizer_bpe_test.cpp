@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -213,27 +212,15 @@ TEST(TokenizerBpe, StarcoderSpecialTokens) {
   EXPECT_EQ(t->decode(plain), "<fim_prefix>");
 }
 
-TEST(TokenizerBpe, EncodesOneMegabyteQuickly) {
+// A megabyte of text round-trips (speed is measured in bench/tokenizer_bench.cpp).
+TEST(TokenizerBpe, OneMegabyteRoundTrips) {
   TESSERA_REQUIRE_SHARED(path, vocab_path("gpt-2"));
   auto tokenizer = load(path);
   ASSERT_TRUE(tokenizer);
-  const char* words[] = {"the",        "quick", "brown", "fox",       "jumps",
-                         "over",       "lazy",  "dog,",  "inference", "engine.",
-                         "Tokenizers", "are",   "fun\n", "(really)",  "42"};
-  std::mt19937 rng(7);
-  std::string text;
-  while (text.size() < (1u << 20)) {
-    text += words[rng() % std::size(words)];
-    text += ' ';
-  }
-  const auto start = std::chrono::steady_clock::now();
+  const std::string text = test::english_text(size_t(1) << 20);
   const auto ids = tokenizer->encode(text, false);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("[ speed    ] BPE %zu bytes -> %zu tokens in %.3f s (%.1f MB/s)\n", text.size(),
-              ids.size(), seconds, text.size() / seconds / 1e6);
+  EXPECT_GT(ids.size(), text.size() / 8);
   EXPECT_EQ(tokenizer->decode(ids), text);
-  EXPECT_LT(seconds, 5.0);  // well under a second in a release build
 }
 
 TEST(TokenizerBpe, EncodesOnManyThreadsAtOnce) {

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -177,27 +176,15 @@ TEST(TokenizerSpm, Stories260KPromptsMatchGolden) {
   }
 }
 
-TEST(TokenizerSpm, EncodesOneMegabyteQuickly) {
+// A megabyte of text round-trips (speed is measured in bench/tokenizer_bench.cpp).
+TEST(TokenizerSpm, OneMegabyteRoundTrips) {
   TESSERA_REQUIRE_SHARED(path, kSpmVocab);
   auto tokenizer = load(path);
   ASSERT_TRUE(tokenizer);
-  const char* words[] = {"the",        "quick", "brown", "fox",       "jumps",
-                         "over",       "lazy",  "dog,",  "inference", "engine.",
-                         "Tokenizers", "are",   "fun\n", "(really)",  "42"};
-  std::mt19937 rng(7);
-  std::string text;
-  while (text.size() < (1u << 20)) {
-    text += words[rng() % std::size(words)];
-    text += ' ';
-  }
-  const auto start = std::chrono::steady_clock::now();
+  const std::string text = test::english_text(size_t(1) << 20);
   const auto ids = tokenizer->encode(text, true);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("[ speed    ] %zu bytes -> %zu tokens in %.3f s (%.1f MB/s)\n", text.size(),
-              ids.size(), seconds, text.size() / seconds / 1e6);
+  EXPECT_GT(ids.size(), text.size() / 8);
   EXPECT_EQ(tokenizer->decode(ids), text);
-  EXPECT_LT(seconds, 5.0);  // well under a second in a release build
 }
 
 TEST(TokenizerSpm, CuttingTheTextGivesTheSameTokensAsMergingItWhole) {
