@@ -24,6 +24,7 @@ enum class Op : uint8_t {
   Cpy,        // converts src0 into the layout and type of src1; result is a view of src1
   Cont,       // contiguous copy of src0 (possibly with type change)
   Concat,     // src0 and src1 joined along `dim`
+  Attention,  // per head: softmax(scale q k^T + mask) v; src0 q, src1 k, src2 v, src3 mask
   View,       // a window into view_src (strides and offset)
   Reshape,    // same data, other shape (contiguous sources only)
   Permute,    // axes reordered
@@ -60,8 +61,12 @@ struct SoftMaxParams {
 struct ConcatParams {
   int32_t dim;
 };
+struct AttentionParams {
+  float scale;
+};
 
 using OpParams =
-    std::variant<std::monostate, NormParams, ScaleParams, RopeParams, SoftMaxParams, ConcatParams>;
+    std::variant<std::monostate, NormParams, ScaleParams, RopeParams, SoftMaxParams, ConcatParams,
+                 AttentionParams>;
 
 }  // namespace tessera

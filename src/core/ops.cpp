@@ -118,6 +118,20 @@ Tensor* cpy(Graph& g, Tensor* a, Tensor* b) {
 
 Tensor* cont(Graph& g, Tensor* a, DType type) { return new_node(g, Op::Cont, type, a->ne, a); }
 
+Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale) {
+  const int64_t hd = q->ne[0];
+  TESSERA_CHECK(q->type == DType::F32 && k->type == v->type);
+  TESSERA_CHECK(k->ne[0] == hd && v->ne[0] == hd && k->ne[1] == v->ne[1] && k->ne[2] == v->ne[2]);
+  TESSERA_CHECK(q->ne[3] == 1 && k->ne[3] == 1 && v->ne[3] == 1 && q->ne[2] % k->ne[2] == 0);
+  if (mask) {
+    TESSERA_CHECK(mask->type == DType::F32 && mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1]);
+  }
+  Tensor* t = new_node(g, Op::Attention, DType::F32, {hd, q->ne[2], q->ne[1], 1}, q, k, v);
+  t->src[3] = mask;
+  t->params = AttentionParams{scale};
+  return t;
+}
+
 Tensor* concat(Graph& g, Tensor* a, Tensor* b, int dim) {
   TESSERA_CHECK(dim >= 0 && dim < kMaxDims && a->type == b->type && a->type == DType::F32);
   Shape ne = a->ne;
@@ -168,7 +182,7 @@ std::string_view op_name(Op op) {
   static constexpr std::string_view kNames[] = {
       "none", "get_rows", "set_rows", "add",  "mul",  "scale",  "mul_mat",
       "rms_norm", "norm", "rope",     "soft_max", "silu", "gelu", "cpy",
-      "cont", "concat", "view", "reshape", "permute", "transpose"};
+      "cont", "concat", "attention", "view", "reshape", "permute", "transpose"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Op::Count));
   return kNames[size_t(op)];
 }

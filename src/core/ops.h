@@ -34,6 +34,13 @@ Tensor* cpy(Graph& g, Tensor* a, Tensor* b);
 /// A contiguous copy of a, converted to `type`.
 Tensor* cont(Graph& g, Tensor* a, DType type = DType::F32);
 Tensor* concat(Graph& g, Tensor* a, Tensor* b, int dim);
+/// Attention of every query head over its KV head (grouped-query: n_head a multiple of
+/// n_head_kv): out[:, h, t] = sum_c softmax_c(scale q[:, t, h] . k[:, c, hk] + mask[c, t]) v[:, c, hk]
+/// with hk = h / (n_head / n_head_kv). q F32 [head_dim, n_tokens, n_head] (any strides),
+/// k and v F16/F32 [head_dim, n_kv, n_head_kv] (dense rows), mask F32 [n_kv, >= n_tokens]
+/// or null. Result F32 [head_dim, n_head, n_tokens], contiguous. A token that sees no
+/// cell gets zeros.
+Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale);
 
 /// A window into a with the given extents, strides and byte offset.
 Tensor* view(Graph& g, Tensor* a, const Shape& ne, const Strides& nb, size_t offset);

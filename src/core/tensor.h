@@ -15,7 +15,7 @@ namespace tessera {
 class Buffer;
 
 constexpr int kMaxDims = 4;
-constexpr int kMaxSrc = 3;
+constexpr int kMaxSrc = 4;
 
 using Shape = std::array<int64_t, kMaxDims>;
 using Strides = std::array<size_t, kMaxDims>;

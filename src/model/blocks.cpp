@@ -42,16 +42,13 @@ Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const
 
   const size_t elt = dtype_traits(kv.k->type).type_size;
   const size_t row = kv.k->nb[1];
-  // keys: [head_dim, n_kv, n_head_kv]
+  // keys and values: [head_dim, n_kv, n_head_kv]
   Tensor* keys = ops::view(g, k_all, {hd, n_kv, h.n_head_kv, 1}, {elt, row, hd * elt, row * n_kv}, 0);
-  // values, transposed: [n_kv, head_dim, n_head_kv]
-  Tensor* values = ops::view(g, v_all, {n_kv, hd, h.n_head_kv, 1}, {row, elt, hd * elt, row * n_kv}, 0);
+  Tensor* values = ops::view(g, v_all, {hd, n_kv, h.n_head_kv, 1}, {elt, row, hd * elt, row * n_kv}, 0);
 
-  Tensor* qh = ops::permute(g, q, 0, 2, 1, 3);                      // [head_dim, n_tokens, n_head]
-  Tensor* kq = ops::mul_mat(g, keys, qh);                           // [n_kv, n_tokens, n_head]
-  kq = ops::soft_max(g, kq, in.kq_mask, 1.0f / std::sqrt(float(hd)));
-  Tensor* kqv = ops::mul_mat(g, values, kq);                        // [head_dim, n_tokens, n_head]
-  Tensor* merged = ops::cont(g, ops::permute(g, kqv, 0, 2, 1, 3));  // [head_dim, n_head, n_tokens]
+  Tensor* qh = ops::permute(g, q, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head]
+  // [head_dim, n_head, n_tokens]
+  Tensor* merged = ops::attention(g, qh, keys, values, in.kq_mask, 1.0f / std::sqrt(float(hd)));
   return ops::reshape(g, merged, {h.n_embd_q(), n_tokens, 1, 1});
 }
 

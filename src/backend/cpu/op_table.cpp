@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "backend/cpu/ops/attention.h"
 #include "backend/cpu/ops/copy.h"
 #include "backend/cpu/ops/elementwise.h"
 #include "backend/cpu/ops/mul_mat.h"
@@ -34,6 +35,7 @@ constexpr Table make_table() {
   set(Op::Cpy, {cpy_supports, copy_compute, copy_work_size, nullptr});
   set(Op::Cont, {cont_supports, copy_compute, copy_work_size, nullptr});
   set(Op::Concat, {concat_supports, concat_compute, nullptr, nullptr});
+  set(Op::Attention, {attention_supports, attention_compute, attention_work_size, attention_prepare});
   // None and the views (View, Reshape, Permute, Transpose) compute nothing.
   return t;
 }

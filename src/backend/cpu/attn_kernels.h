@@ -1,0 +1,54 @@
+// The inner kernel of the attention op (ops/attention.h): up to 16 query rows that read
+// the same KV head, against n cells, start to finish (scores, mask, softmax, weighted
+// sum of values). One table per vector level; the reference level (kernels/reference/
+// attention.cpp) states the computation, AVX-512 (kernels/x86_avx512/attention.cpp) keeps
+// one query row per 512-bit lane, so K and V rows are read in their natural layout as
+// broadcast scalars and no transposes are needed. AVX2 uses the reference kernel.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/vec.h"
+
+namespace tessera::cpu {
+
+constexpr int kAttnRows = 16;
+
+struct AttnTile {
+  int rows = 0;     // query rows, 1..16
+  int64_t n = 0;    // cells
+  int64_t hd = 0;   // head dimension
+  const float* q[kAttnRows] = {};  // per row: hd floats, already multiplied by the scale
+  const float* mask = nullptr;     // null, or row r's n mask values at mask + mask_off[r]
+  int32_t mask_off[kAttnRows] = {};
+  const float* k = nullptr;  // cell c's key at k + c * k_stride (hd floats)
+  size_t k_stride = 0;
+  const float* v = nullptr;  // cell c's value at v + c * v_stride (hd floats)
+  size_t v_stride = 0;
+  float* out[kAttnRows] = {};  // per row: hd floats written
+  float* scratch = nullptr;    // (n + hd) * 16 floats, 64-byte aligned
+};
+
+/// out[r] = sum_c softmax_c(q[r] . k[c] + mask[r][c]) v[c]; a row whose every cell is
+/// masked (-inf) gets zeros.
+using AttnTileFn = void (*)(const AttnTile& t);
+
+struct AttnKernels {
+  Isa isa;
+  AttnTileFn tile;
+};
+
+/// The kernels of the active vector level, or the reference ones where it has none.
+const AttnKernels& attn_kernels();
+/// A level's table, or null where the CPU lacks it or the level has no own kernels.
+const AttnKernels* attn_kernels_for(Isa isa);
+
+namespace reference {
+extern const AttnKernels kAttnKernels;
+}
+namespace avx512 {
+extern const AttnKernels kAttnKernels;
+}
+
+}  // namespace tessera::cpu

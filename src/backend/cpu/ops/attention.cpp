@@ -1,0 +1,171 @@
+#include "backend/cpu/ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <variant>
+
+#include "backend/cpu/attn_kernels.h"
+#include "backend/cpu/ops/common.h"
+#include "backend/cpu/vec.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr size_t kAlign = 64;
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+struct Shape3 {
+  int64_t hd, n_tokens, n_head, n_kv, n_head_kv, group;
+};
+
+Shape3 shape_of(const Tensor* node) {
+  const Tensor* q = node->src[0];
+  const Tensor* k = node->src[1];
+  return {q->ne[0], q->ne[1], q->ne[2], k->ne[1], k->ne[2], q->ne[2] / k->ne[2]};
+}
+
+// K and V in F32: the cache itself when it is F32, else converted copies (prepare).
+bool needs_conversion(const Tensor* node) { return node->src[1]->type != DType::F32; }
+
+size_t converted_bytes(const Shape3& s) {
+  return round_up(size_t(s.n_head_kv * s.n_kv * s.hd) * sizeof(float));
+}
+
+// Per thread: the scaled query rows of a tile, then the tile kernel's scratch.
+size_t thread_bytes(const Shape3& s) {
+  return round_up(size_t(kAttnRows * s.hd) * sizeof(float)) +
+         round_up(size_t((s.n_kv + s.hd) * kAttnRows) * sizeof(float));
+}
+
+struct Kv {
+  const float* base;
+  size_t row;   // floats between cells
+  size_t head;  // floats between KV heads
+};
+
+Kv kv_of(const Tensor* node, int which, const KernelParams& p, const Shape3& s) {
+  const Tensor* t = node->src[which];
+  if (!needs_conversion(node)) {
+    return {static_cast<const float*>(t->data), t->nb[1] / sizeof(float), t->nb[2] / sizeof(float)};
+  }
+  const char* area = align64(p.work) + size_t(which - 1) * converted_bytes(s);
+  return {reinterpret_cast<const float*>(area), size_t(s.hd), size_t(s.n_kv * s.hd)};
+}
+
+// Cells [lo, hi) outside of which every row of the tile is masked.
+void visible_range(const Tensor* mask, const int64_t* tokens, int n, int64_t n_kv, int64_t* lo,
+                   int64_t* hi) {
+  *lo = n_kv;
+  *hi = 0;
+  for (int i = 0; i < n; ++i) {
+    if (i > 0 && tokens[i] == tokens[i - 1]) continue;
+    const auto* m = reinterpret_cast<const float*>(elem_ptr(mask, 0, tokens[i], 0, 0));
+    int64_t a = 0, b = n_kv;
+    while (a < b && m[a] == -INFINITY) ++a;
+    while (b > a && m[b - 1] == -INFINITY) --b;
+    if (a < b) {
+      *lo = std::min(*lo, a);
+      *hi = std::max(*hi, b);
+    }
+  }
+  if (*lo >= *hi) *lo = *hi = 0;
+}
+
+}  // namespace
+
+bool attention_supports(const Tensor* node) {
+  const Tensor* q = node->src[0];
+  const Tensor* k = node->src[1];
+  const Tensor* v = node->src[2];
+  const Tensor* mask = node->src[3];
+  const bool kv_ok = (k->type == DType::F32 || k->type == DType::F16) && k->type == v->type &&
+                     k->nb[0] == dtype_traits(k->type).type_size && v->nb[0] == k->nb[0];
+  const bool aligned = k->type != DType::F32 ||
+                       (k->nb[1] % sizeof(float) == 0 && k->nb[2] % sizeof(float) == 0 &&
+                        v->nb[1] % sizeof(float) == 0 && v->nb[2] % sizeof(float) == 0);
+  return node->type == DType::F32 && node->is_contiguous() && q->type == DType::F32 &&
+         q->nb[0] == sizeof(float) && kv_ok && aligned &&
+         (!mask || (mask->type == DType::F32 && mask->nb[0] == sizeof(float)));
+}
+
+size_t attention_work_size(const Tensor* node, int nth) {
+  const Shape3 s = shape_of(node);
+  const size_t conv = needs_conversion(node) ? 2 * converted_bytes(s) : 0;
+  return kAlign + conv + size_t(nth) * thread_bytes(s);
+}
+
+// Converts K and V rows to F32 (dense: cell-major within each KV head), split over rows.
+bool attention_prepare(Tensor* node, const KernelParams& p) {
+  if (!needs_conversion(node)) return false;
+  const Shape3 s = shape_of(node);
+  for (int which = 1; which <= 2; ++which) {
+    const Tensor* t = node->src[which];
+    float* dst = reinterpret_cast<float*>(align64(p.work) + size_t(which - 1) * converted_bytes(s));
+    int64_t r0, r1;
+    split_range(s.n_head_kv * s.n_kv, p.ith, p.nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; ++r) {
+      read_row(t, r % s.n_kv, r / s.n_kv, 0, dst + r * s.hd);
+    }
+  }
+  return true;
+}
+
+// Work items: for each KV head, its query rows (token-major, then the heads that share
+// it) in tiles of 16. Threads take contiguous ranges of items.
+void attention_compute(Tensor* node, const KernelParams& p) {
+  const Tensor* q = node->src[0];
+  const Tensor* mask = node->src[3];
+  const Shape3 s = shape_of(node);
+  const float scale = std::get<AttentionParams>(node->params).scale;
+  const Kv k = kv_of(node, 1, p, s);
+  const Kv v = kv_of(node, 2, p, s);
+  const int64_t rows_per_head = s.group * s.n_tokens;
+  const int64_t tiles_per_head = (rows_per_head + kAttnRows - 1) / kAttnRows;
+  char* mine = align64(p.work) + (needs_conversion(node) ? 2 * converted_bytes(s) : 0) +
+               size_t(p.ith) * thread_bytes(s);
+  float* qbuf = reinterpret_cast<float*>(mine);
+  float* scratch = reinterpret_cast<float*>(mine + round_up(size_t(kAttnRows * s.hd) * sizeof(float)));
+  const VecKernels& vk = vec_kernels();
+  const AttnTileFn tile_fn = attn_kernels().tile;
+
+  int64_t i0, i1;
+  split_range(s.n_head_kv * tiles_per_head, p.ith, p.nth, &i0, &i1);
+  for (int64_t item = i0; item < i1; ++item) {
+    const int64_t hk = item / tiles_per_head;
+    const int64_t first = (item % tiles_per_head) * kAttnRows;
+    AttnTile t;
+    t.rows = int(std::min<int64_t>(kAttnRows, rows_per_head - first));
+    t.hd = s.hd;
+    int64_t tokens[kAttnRows];
+    for (int r = 0; r < kAttnRows; ++r) {
+      const int64_t row = first + std::min(r, t.rows - 1);
+      const int64_t tok = row / s.group;
+      const int64_t h = hk * s.group + row % s.group;
+      tokens[r] = tok;
+      if (r >= t.rows) continue;
+      const auto* qrow = reinterpret_cast<const float*>(elem_ptr(q, 0, tok, h, 0));
+      vk.scale_f32(qbuf + r * s.hd, qrow, scale, s.hd);
+      t.q[r] = qbuf + r * s.hd;
+      t.out[r] = reinterpret_cast<float*>(elem_ptr(node, 0, h, tok, 0));
+    }
+    int64_t lo = 0, hi = s.n_kv;
+    if (mask) {
+      visible_range(mask, tokens, t.rows, s.n_kv, &lo, &hi);
+      t.mask = reinterpret_cast<const float*>(mask->data) + lo;
+      for (int r = 0; r < kAttnRows; ++r) t.mask_off[r] = int32_t(tokens[r] * int64_t(mask->nb[1] / sizeof(float)));
+    }
+    t.n = hi - lo;
+    if (t.n == 0) {
+      for (int r = 0; r < t.rows; ++r) std::fill(t.out[r], t.out[r] + s.hd, 0.0f);
+      continue;
+    }
+    t.k = k.base + size_t(hk) * k.head + size_t(lo) * k.row;
+    t.k_stride = k.row;
+    t.v = v.base + size_t(hk) * v.head + size_t(lo) * v.row;
+    t.v_stride = v.row;
+    t.scratch = scratch;
+    tile_fn(t);
+  }
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,105 @@
+// The fused attention op against a double-precision softmax(scale q k^T + mask) v:
+// grouped-query heads, F16 and F32 caches, head sizes that are and are not multiples of
+// the vector width, decode (one token) and prompt batches, causal and ragged masks,
+// a token that sees no cell (zeros), and permuted queries / padded cache rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ops/op_test_util.h"
+
+namespace tessera::test {
+namespace {
+
+struct AttnCase {
+  int64_t hd, n_tokens, n_head, n_head_kv, n_kv;
+  DType kv_type;
+  bool mask = true;
+  Layout q_layout = Layout::Permuted;
+  Layout kv_layout = Layout::Contiguous;
+};
+
+std::ostream& operator<<(std::ostream& os, const AttnCase& c) {
+  return os << "hd " << c.hd << " tokens " << c.n_tokens << " heads " << c.n_head << "/"
+            << c.n_head_kv << " n_kv " << c.n_kv << " " << dtype_name(c.kv_type)
+            << (c.mask ? "" : " no mask") << " q " << layout_name(c.q_layout) << " kv "
+            << layout_name(c.kv_layout);
+}
+
+constexpr DType kF16 = DType::F16;
+constexpr DType kF32 = DType::F32;
+
+const AttnCase kCases[] = {
+    {64, 1, 8, 2, 37, kF16},                 // decode, GQA 4
+    {64, 7, 4, 4, 32, kF32},                 // no GQA
+    {64, 33, 8, 1, 64, kF16},                // multi-query, two row tiles per token pair
+    {8, 5, 8, 8, 40, kF32},                  // tiny heads (stories260K)
+    {80, 9, 6, 2, 23, kF16},                 // head size not a multiple of 16
+    {128, 3, 2, 2, 200, kF16},               // long rows
+    {16, 17, 3, 1, 50, kF32, false},         // no mask
+    {32, 6, 4, 2, 45, kF16, true, Layout::Contiguous, Layout::Sliced},
+};
+
+const float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Cell c visible to token t: causal over positions (the first tokens see cells up to
+// n_kv - n_tokens + t), with a few holes; the last token of multi-token cases sees none.
+bool visible(const AttnCase& c, int64_t t, int64_t cell) {
+  if (c.n_tokens > 2 && t == c.n_tokens - 1) return false;
+  if ((cell * 7 + t * 3) % 11 == 0 && cell > 0) return false;
+  return cell <= c.n_kv - c.n_tokens + t;
+}
+
+class AttentionTest : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(AttentionTest, MatchesReference) {
+  const AttnCase& c = GetParam();
+  OpTest t(53);
+  Tensor* q = t.input(DType::F32, {c.hd, c.n_tokens, c.n_head, 1}, c.q_layout, -1, 1);
+  Tensor* k = t.input(c.kv_type, {c.hd, c.n_kv, c.n_head_kv, 1}, c.kv_layout, -1, 1);
+  Tensor* v = t.input(c.kv_type, {c.hd, c.n_kv, c.n_head_kv, 1}, c.kv_layout, -1, 1);
+  Tensor* mask = nullptr;
+  if (c.mask) {
+    std::vector<float> m;
+    for (int64_t tok = 0; tok < c.n_tokens; ++tok) {
+      for (int64_t cell = 0; cell < c.n_kv; ++cell) m.push_back(visible(c, tok, cell) ? 0.0f : kNegInf);
+    }
+    mask = t.input_values(DType::F32, {c.n_kv, c.n_tokens, 1, 1}, m);
+  }
+  const float scale = 1.0f / std::sqrt(float(c.hd));
+  Tensor* out = ops::attention(t.graph(), q, k, v, mask, scale);
+
+  Expected want;
+  const int64_t group = c.n_head / c.n_head_kv;
+  std::vector<double> s(static_cast<size_t>(c.n_kv));
+  for (int64_t tok = 0; tok < c.n_tokens; ++tok) {
+    for (int64_t h = 0; h < c.n_head; ++h) {
+      const int64_t hk = h / group;
+      double max = -INFINITY;
+      for (int64_t cell = 0; cell < c.n_kv; ++cell) {
+        double dot = 0;
+        for (int64_t d = 0; d < c.hd; ++d) dot += t.at(q, d, tok, h) * t.at(k, d, cell, hk);
+        s[size_t(cell)] = (mask && !visible(c, tok, cell)) ? -INFINITY : dot * scale;
+        max = std::max(max, s[size_t(cell)]);
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = max == -INFINITY ? 0.0 : std::exp(x - max));
+      for (int64_t d = 0; d < c.hd; ++d) {
+        double o = 0, mag = 0;
+        for (int64_t cell = 0; cell < c.n_kv; ++cell) {
+          o += s[size_t(cell)] * t.at(v, d, cell, hk);
+          mag += s[size_t(cell)] * std::fabs(t.at(v, d, cell, hk));
+        }
+        want.value.push_back(sum > 0 ? o / sum : 0.0);
+        want.mag.push_back(sum > 0 ? mag / sum : 0.0);
+      }
+    }
+  }
+  t.check(out, want, {2e-5, 1e-7});
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AttentionTest, ::testing::ValuesIn(kCases));
+
+}  // namespace
+}  // namespace tessera::test
