@@ -40,6 +40,12 @@ enum class DType : uint32_t {
   BF16 = 30,
   TQ1_0 = 34,
   TQ2_0 = 35,
+
+  // Internal layouts, never read from or written to files: weights repacked at load for
+  // the CPU kernels (src/backend/cpu/repack.h). Rows come in groups of 16 interleaved
+  // rows, so single rows cannot be addressed; only mul_mat reads them.
+  Q4_0_X16 = 64,
+  Q8_0_X16 = 65,
 };
 
 /// Converts n elements of a row (n a multiple of the block size) to float.
@@ -55,11 +61,12 @@ struct DTypeTraits {
   bool is_quantized;
   ToFloatFn to_float;      // null where tessera cannot yet convert this type
   FromFloatFn from_float;  // null where tessera cannot yet produce this type
+  int64_t row_group = 1;   // rows stored interleaved together (16 for the _X16 layouts)
 };
 
 /// Traits of a known type. Callers must first check is_known_dtype for ids read from files.
 const DTypeTraits& dtype_traits(DType type);
-/// True if `id` names a type in the traits table.
+/// True if `id` names a GGUF tensor type in the traits table (internal layouts excluded).
 bool is_known_dtype(uint32_t id);
 /// Bytes taken by n elements of `type` (n a multiple of the block size).
 size_t dtype_row_size(DType type, int64_t n);

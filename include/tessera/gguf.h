@@ -190,12 +190,19 @@ class File {
   /// The tensor called `name`, or nullptr.
   const TensorInfo* find_tensor(std::string_view name) const;
 
+  /// Tells the OS that bytes [offset, offset + size) of a mapped file will not be read
+  /// again soon, so their pages leave this process's resident set (they stay in the page
+  /// cache, and reading them again still works). Used after weights were copied into
+  /// another layout. Does nothing for from_bytes images.
+  void release_pages(size_t offset, size_t size) const;
+
  private:
   File() = default;
   friend class FileParser;  // reader.cpp fills in a File while validating it
 
   std::string path_;
   std::shared_ptr<const void> storage_;  // keeps the mapping or the owned bytes alive
+  bool mapped_ = false;                   // storage_ is a file mapping
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
   uint32_t version_ = 0;

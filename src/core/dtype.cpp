@@ -43,7 +43,8 @@ struct Entry {
 // Block sizes and byte sizes are the GGUF layouts (QK_K = 256 for the k-quants).
 // Quantized types convert through the reference code of src/quant; the IQ and TQ
 // families have no conversion yet, so the loader refuses such tensors with a message.
-constexpr uint32_t kMaxId = 40;
+constexpr uint32_t kMaxId = 66;
+constexpr uint32_t kFirstInternalId = 64;
 constexpr Entry kEntries[] = {
     {0, {"f32", 1, 4, false, f32_to_float, f32_from_float}},
     {1, {"f16", 1, 2, false, f16_to_float, f16_from_float}},
@@ -76,6 +77,9 @@ constexpr Entry kEntries[] = {
     {30, {"bf16", 1, 2, false, bf16_to_float, bf16_from_float}},
     {34, {"tq1_0", 256, 54, true, nullptr, nullptr}},
     {35, {"tq2_0", 256, 66, true, nullptr, nullptr}},
+    // Repacked layouts (same bytes per block, 16 rows interleaved; no row conversions).
+    {64, {"q4_0_x16", 32, 18, true, nullptr, nullptr, 16}},
+    {65, {"q8_0_x16", 32, 34, true, nullptr, nullptr, 16}},
 };
 
 struct Table {
@@ -88,11 +92,11 @@ constexpr Table kTable;
 
 }  // namespace
 
-bool is_known_dtype(uint32_t id) { return id < kMaxId && kTable.by_id[id] != nullptr; }
+bool is_known_dtype(uint32_t id) { return id < kFirstInternalId && kTable.by_id[id] != nullptr; }
 
 const DTypeTraits& dtype_traits(DType type) {
   const auto id = static_cast<uint32_t>(type);
-  TESSERA_CHECK_MSG(is_known_dtype(id), "unknown dtype");
+  TESSERA_CHECK_MSG(id < kMaxId && kTable.by_id[id] != nullptr, "unknown dtype");
   return *kTable.by_id[id];
 }
 

@@ -1,4 +1,7 @@
 // GGUF reader: parses and validates a whole file image (see include/tessera/gguf.h).
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -432,6 +435,7 @@ Result<std::unique_ptr<File>> File::open(const std::string& path) {
   f->base_ = mapping->data();
   f->size_ = mapping->size();
   f->storage_ = std::move(mapping);
+  f->mapped_ = true;
   TESSERA_RETURN_IF_ERROR(FileParser(*f).parse());
   return f;
 }
@@ -445,6 +449,16 @@ Result<std::unique_ptr<File>> File::from_bytes(std::vector<uint8_t> bytes, std::
   f->storage_ = std::move(owned);
   TESSERA_RETURN_IF_ERROR(FileParser(*f).parse());
   return f;
+}
+
+void File::release_pages(size_t offset, size_t size) const {
+  if (!mapped_ || offset >= size_) return;
+  size = std::min(size, size_ - offset);
+  // Only whole pages inside the range: a page shared with a neighbouring tensor stays.
+  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(base_ + offset) + page - 1) / page * page;
+  const uintptr_t end = uintptr_t(base_ + offset + size) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 const Value* File::find(std::string_view key) const {

@@ -29,6 +29,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   Result<ModelWeights> w = load_weights(*impl->file, impl->arch->weights, *hp, impl->arena);
   if (!w) return w.status().with_context(path);
   impl->weights = std::move(*w);
+  Result<RepackedWeights> repacked = repack_weights(impl->weights, *impl->file);
+  if (!repacked) return repacked.status().with_context(path);
+  impl->repacked = std::move(*repacked);
 
   Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(*impl->file);
   if (tok) {

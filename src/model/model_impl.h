@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "model/arch.h"
+#include "model/repack_weights.h"
 #include "tessera/gguf.h"
 #include "tessera/model.h"
 #include "tessera/tokenizer.h"
@@ -16,6 +17,7 @@ struct ModelImpl {
   const Arch* arch = nullptr;
   TensorArena arena;  // the weight tensors; their data points into `file`
   ModelWeights weights;
+  RepackedWeights repacked;  // weights moved into the CPU's GEMM layouts (may be empty)
   std::unique_ptr<Tokenizer> tokenizer;
   ModelInfo info;
 };

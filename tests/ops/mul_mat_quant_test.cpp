@@ -14,6 +14,8 @@
 //     meet where).
 // Cases: every weight type, odd row counts, long rows, GQA broadcast over dims 2-3,
 // fewer weight rows than threads, strided activations and permuted weight planes.
+// The same checks run for weights repacked into the _X16 layouts (backend/cpu/repack.h),
+// which every level must also compute to the same bits (gemm_kernels.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,6 +23,8 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/repack.h"
+#include "backend/cpu/vec.h"
 #include "core/fp16.h"
 #include "ops/op_test_util.h"
 #include "ops/quant_test_util.h"
@@ -120,12 +124,11 @@ std::vector<double> partner_error_bound(DType partner, const std::vector<float>&
   return bound;
 }
 
-class MulMatQuantTest : public ::testing::TestWithParam<QuantMulMatCase> {};
-
-TEST_P(MulMatQuantTest, MatchesReference) {
-  const QuantMulMatCase& c = GetParam();
+// Builds mul_mat(weights, activations) for case c (with the weights repacked into their
+// _X16 layout when `repack`), checks it, and returns its result with one thread.
+std::vector<double> check_case(const QuantMulMatCase& c, bool repack) {
   const quant::Format* f = quant::format(c.type);
-  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f, nullptr);
   const DType partner = f->dot_partner;
   std::mt19937 rng(uint32_t(c.k * 31 + c.m * 7 + c.n));
   std::vector<uint8_t> weights;
@@ -133,6 +136,14 @@ TEST_P(MulMatQuantTest, MatchesReference) {
   Tensor* leaf = c.permuted_a ? quant_leaf(t, c.type, {c.k, c.a2, c.m, c.a3}, weights, rng)
                               : quant_leaf(t, c.type, {c.k, c.m, c.a2, c.a3}, weights, rng);
   Tensor* a = c.permuted_a ? ops::permute(t.graph(), leaf, 0, 2, 1, 3) : leaf;
+  std::vector<uint8_t> repacked;
+  if (repack) {  // the harness reads weights from the original leaf below; a reads these
+    repacked.resize(weights.size());
+    cpu::repack_rows(c.type, weights.data(), repacked.data(), c.m, c.k);
+    a = t.graph().arena().new_tensor(cpu::repacked_type(c.type), leaf->ne);
+    a->flags |= kFlagInput;
+    a->data = repacked.data();
+  }
   Tensor* b = t.input(DType::F32, {c.k, c.n, c.b2, c.b3}, c.lb, -1, 1);
   Tensor* out = ops::mul_mat(t.graph(), a, b);
   // Row (i1, i2, i3) of a, read from the leaf (views get their data only when the
@@ -166,7 +177,41 @@ TEST_P(MulMatQuantTest, MatchesReference) {
   });
   t.check(out, exact, {1.0, 1e-30});
   t.check(out, ref_path, {1e-5, 1e-30});
+  return t.run(out, 1);
 }
+
+class MulMatQuantTest : public ::testing::TestWithParam<QuantMulMatCase> {};
+
+TEST_P(MulMatQuantTest, MatchesReference) { check_case(GetParam(), false); }
+
+// Repacked weights: rows in groups of 16, two dims, dense.
+const QuantMulMatCase kX16Cases[] = {
+    {DType::Q4_0, 64, 16, 5},   {DType::Q8_0, 128, 32, 3},  {DType::Q4_0, 2080, 48, 1},
+    {DType::Q8_0, 4096, 16, 1}, {DType::Q4_0, 96, 16, 17},  {DType::Q8_0, 32, 64, 9},
+    {DType::Q4_0, 64, 32, 7, 1, 1, 1, 1, kT}, {DType::Q8_0, 64, 16, 6, 1, 1, 2, 1, kS},
+    {DType::Q4_0, 160, 16, 70},  // more columns than one kernel tile, odd tail
+};
+
+class MulMatX16Test : public ::testing::TestWithParam<QuantMulMatCase> {};
+
+TEST_P(MulMatX16Test, MatchesReferenceOnEveryLevelToTheBit) {
+  const QuantMulMatCase& c = GetParam();
+  const cpu::Isa saved = cpu::active_isa();
+  std::vector<std::vector<double>> results;
+  for (cpu::Isa isa : {cpu::Isa::Reference, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    if (!cpu::set_active_isa(isa)) continue;
+    results.push_back(check_case(c, true));
+  }
+  cpu::set_active_isa(saved);
+  for (size_t i = 1; i < results.size(); ++i) {
+    ASSERT_EQ(results[i].size(), results[0].size());
+    for (size_t e = 0; e < results[0].size(); ++e) {
+      ASSERT_EQ(results[i][e], results[0][e]) << "level " << i << " element " << e;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, MulMatX16Test, ::testing::ValuesIn(kX16Cases));
 
 INSTANTIATE_TEST_SUITE_P(Cases, MulMatQuantTest, ::testing::ValuesIn(kCases));
 

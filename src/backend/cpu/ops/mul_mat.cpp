@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cpu/ops/common.h"
+#include "backend/cpu/ops/mul_mat_x16.h"
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/vec.h"
 
@@ -216,12 +217,14 @@ void quant_range(Tensor* dst, const QuantLayout& l, const char* q, int64_t r0, i
 
 bool mul_mat_supports(const Tensor* node) {
   const Tensor* a = node->src[0];
+  if (is_x16(a->type)) return mul_mat_x16_supports(node);
   if (node->type != DType::F32 || node->src[1]->type != DType::F32) return false;
   if (quant_path(node)) return a->nb[0] == dtype_traits(a->type).type_size;  // dense rows
   return rows_readable(a);
 }
 
 size_t mul_mat_work_size(const Tensor* node, int nth) {
+  if (is_x16(node->src[0]->type)) return mul_mat_x16_work_size(node, nth);
   if (const QuantMatmul mm = quant_path(node)) {
     const QuantLayout ql = quant_layout_of(node, mm);
     return kAlign + ql.q_bytes + size_t(nth) * ql.buf_bytes;
@@ -235,6 +238,7 @@ size_t mul_mat_work_size(const Tensor* node, int nth) {
 // Float src0: packs strided src1 rows into dense F32 rows. Either way at the start of the
 // scratch, and compute runs after a barrier. Dense src1 with float src0 needs neither.
 bool mul_mat_prepare(Tensor* node, const KernelParams& p) {
+  if (is_x16(node->src[0]->type)) return mul_mat_x16_prepare(node, p);
   if (const QuantMatmul mm = quant_path(node)) {
     const QuantLayout ql = quant_layout_of(node, mm);
     char* q = align64(p.work);
@@ -262,6 +266,7 @@ bool mul_mat_prepare(Tensor* node, const KernelParams& p) {
 // Threads split src0 rows over all planes; with fewer src0 rows than threads they split
 // src1 rows instead. Either way each result element is one dot by one thread.
 void mul_mat_compute(Tensor* node, const KernelParams& p) {
+  if (is_x16(node->src[0]->type)) return mul_mat_x16_compute(node, p);
   const int64_t rows0 = node->src[0]->nrows();
   const int64_t rows1 = node->src[1]->ne[1];
   int64_t b = 0, e = 0;

@@ -1,0 +1,54 @@
+// Kernels for the repacked _X16 weights (repack.h): an activation quantizer and one
+// register-tiled GEMM per weight layout, one table per instruction-set level. The
+// reference level (kernels/reference/gemm_x16.cpp) is the specification; AVX-512 VNNI
+// lives in kernels/x86_avx512/gemm_x16.cpp. AVX2 has no table: on such CPUs weights keep
+// the file layout (see fast_gemm_available).
+//
+// Contract shared by every level: each output is
+//   acc = 0; for each block b in order: acc = fma(float(bias_b + sum_i w_i q_i), dw_b * da_b, acc)
+// with the integer sum exact, so every level, every tile width and every thread count
+// gives the same bits for the same inputs (one output never depends on its neighbours).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/vec.h"
+#include "tessera/dtype.h"
+
+namespace tessera::cpu {
+
+/// Quantizes n floats (a multiple of 32) into BlockQ8X blocks whose bias is
+/// -zero_point * sum(qs).
+using QuantizeX16Fn = void (*)(const float* x, void* y, int64_t n, int32_t zero_point);
+/// One group of 16 interleaved weight rows (nb blocks) times n_cols activation rows of
+/// BlockQ8X (row c at act + c * act_stride bytes): writes dst[c * dst_stride + r] for
+/// r < 16.
+using GemmX16Fn = void (*)(const void* w, int64_t nb, const void* act, size_t act_stride,
+                           int64_t n_cols, float* dst, size_t dst_stride);
+
+struct GemmKernels {
+  Isa isa;
+  QuantizeX16Fn quantize_q8x;
+  GemmX16Fn gemm_q4_0_x16;
+  GemmX16Fn gemm_q8_0_x16;
+};
+
+/// The GEMM for an _X16 type in table k.
+GemmX16Fn gemm_x16(const GemmKernels& k, DType x16);
+
+/// The kernels of the active vector level, or the reference ones where it has none.
+const GemmKernels& gemm_kernels();
+/// A level's table, or null where the CPU lacks it or the level has no such kernels.
+const GemmKernels* gemm_kernels_for(Isa isa);
+/// True when the active level has fast _X16 kernels, i.e. repacking weights pays off.
+bool fast_gemm_available();
+
+namespace reference {
+extern const GemmKernels kGemmKernels;
+}
+namespace avx512 {
+extern const GemmKernels kGemmKernels;
+}
+
+}  // namespace tessera::cpu

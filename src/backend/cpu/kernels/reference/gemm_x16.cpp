@@ -1,0 +1,80 @@
+// Reference _X16 kernels (gemm_kernels.h): plain loops that state the layout of
+// repack.h and the accumulation order every level follows.
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/gemm_kernels.h"
+#include "backend/cpu/repack.h"
+#include "core/fp16.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+
+namespace tessera::cpu::reference {
+namespace {
+
+void quantize_q8x(const float* x, void* vy, int64_t n, int32_t zero_point) {
+  auto* y = static_cast<BlockQ8X*>(vy);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    quant::BlockQ8_0 q;
+    quant::quantize_q8_0(x + b * 32, &q, 32);
+    std::memcpy(y[b].qs, q.qs, 32);
+    y[b].d = f16_to_f32(q.d);
+    int32_t sum = 0;
+    for (int8_t v : q.qs) sum += v;
+    y[b].bias = -zero_point * sum;
+  }
+}
+
+// Weight byte of row r, word w, byte i of block b.
+inline uint8_t weight_byte(const uint8_t* quants, int64_t b, int block_bytes, int w, int r, int i) {
+  return quants[b * block_bytes + w * 64 + r * 4 + i];
+}
+
+// Integer sum of block b for row r against one activation block.
+int32_t block_sum_q4_0(const uint8_t* quants, int64_t b, int r, const BlockQ8X& a) {
+  int32_t s = a.bias;
+  for (int w = 0; w < 4; ++w) {
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t byte = weight_byte(quants, b, 256, w, r, i);
+      s += (byte & 0x0F) * a.qs[w * 4 + i] + (byte >> 4) * a.qs[16 + w * 4 + i];
+    }
+  }
+  return s;
+}
+
+int32_t block_sum_q8_0(const uint8_t* quants, int64_t b, int r, const BlockQ8X& a) {
+  int32_t s = a.bias;
+  for (int w = 0; w < 8; ++w) {
+    for (int i = 0; i < 4; ++i) s += weight_byte(quants, b, 512, w, r, i) * a.qs[w * 4 + i];
+  }
+  return s;
+}
+
+template <int kBlockBytes, int32_t (*BlockSum)(const uint8_t*, int64_t, int, const BlockQ8X&)>
+void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+          float* dst, size_t dst_stride) {
+  const auto* quants = static_cast<const uint8_t*>(w);
+  const auto* scales = reinterpret_cast<const uint16_t*>(quants + nb * kBlockBytes);
+  for (int64_t c = 0; c < n_cols; ++c) {
+    const auto* a = reinterpret_cast<const BlockQ8X*>(static_cast<const char*>(act) + c * act_stride);
+    for (int r = 0; r < kGroupRows; ++r) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const float scale = f16_to_f32(scales[b * kGroupRows + r]) * a[b].d;
+        acc = std::fma(float(BlockSum(quants, b, r, a[b])), scale, acc);
+      }
+      dst[size_t(c) * dst_stride + size_t(r)] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+const GemmKernels kGemmKernels = {
+    .isa = Isa::Reference,
+    .quantize_q8x = quantize_q8x,
+    .gemm_q4_0_x16 = gemm<256, block_sum_q4_0>,
+    .gemm_q8_0_x16 = gemm<512, block_sum_q8_0>,
+};
+
+}  // namespace tessera::cpu::reference

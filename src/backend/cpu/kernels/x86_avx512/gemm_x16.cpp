@@ -1,0 +1,136 @@
+// AVX-512 VNNI kernels for the repacked _X16 weights (gemm_kernels.h, layout in
+// repack.h). A tile is the group's 16 rows (one 512-bit lane per row) x up to 8
+// activation columns: per block the weight words are loaded (and, for Q4_0, split into
+// nibbles) once and reused for every column; each column's block sum is 8 vpdpbusd
+// against broadcast activation words, started from the block's bias, then converted and
+// scaled into the column's float accumulator with one fmadd.
+// Compiled with per-file target flags, reached only through gemm_dispatch.cpp.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <cstring>
+
+#include "backend/cpu/gemm_kernels.h"
+#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/repack.h"
+#include "quant/blocks.h"
+
+namespace tessera::cpu::avx512 {
+namespace {
+
+constexpr int kMaxCols = 8;
+
+void quantize_q8x(const float* x, void* vy, int64_t n, int32_t zero_point) {
+  auto* y = static_cast<BlockQ8X*>(vy);
+  const QuantizeRowFn q8_0 = kQuantKernels.quantize_q8_0;
+  for (int64_t b = 0; b < n / 32; ++b) {
+    quant::BlockQ8_0 q;
+    q8_0(x + b * 32, &q, 32);
+    std::memcpy(y[b].qs, q.qs, 32);
+    y[b].d = _cvtsh_ss(q.d);
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q.qs));
+    // Sum of the 32 signed bytes: widen to 16 bits, then horizontal adds.
+    const __m512i w = _mm512_cvtepi8_epi16(v);
+    const int32_t sum = _mm512_reduce_add_epi32(_mm512_madd_epi16(w, _mm512_set1_epi16(1)));
+    y[b].bias = -zero_point * sum;
+  }
+}
+
+// acc += w . broadcast(*word), with the broadcast folded into the instruction's memory
+// operand (GCC 12 otherwise emits a separate vpbroadcastd per word).
+inline __m512i dp(__m512i acc, __m512i w, const int32_t* word) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*word));
+  return acc;
+}
+
+// Adds block b's contribution of one column to acc: 8 weight registers against the
+// column's 8 activation words.
+inline __m512 column_step(__m512 acc, const __m512i (&w)[8], __m512 dw, const BlockQ8X& a) {
+  const auto* q = reinterpret_cast<const int32_t*>(a.qs);
+  __m512i s = _mm512_set1_epi32(a.bias);
+  s = dp(s, w[0], q + 0);
+  s = dp(s, w[1], q + 1);
+  s = dp(s, w[2], q + 2);
+  s = dp(s, w[3], q + 3);
+  s = dp(s, w[4], q + 4);
+  s = dp(s, w[5], q + 5);
+  s = dp(s, w[6], q + 6);
+  s = dp(s, w[7], q + 7);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
+}
+
+// Register w[j] holds, for each of the 16 rows, the 4 weights that meet activation word j.
+inline void load_q4_0(const uint8_t* quants, __m512i (&w)[8]) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  for (int i = 0; i < 4; ++i) {
+    const __m512i raw = _mm512_loadu_si512(quants + i * 64);
+    w[i] = _mm512_and_si512(raw, low);
+    w[i + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+  }
+}
+
+inline void load_q8_0(const uint8_t* quants, __m512i (&w)[8]) {
+  for (int i = 0; i < 8; ++i) w[i] = _mm512_loadu_si512(quants + i * 64);
+}
+
+template <int N, int kBlockBytes, bool kQ4>
+void tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, const char* act,
+          size_t act_stride, float* dst, size_t dst_stride) {
+  __m512 acc[N];
+  const BlockQ8X* cols[N];
+  for (int c = 0; c < N; ++c) {
+    acc[c] = _mm512_setzero_ps();
+    cols[c] = reinterpret_cast<const BlockQ8X*>(act + size_t(c) * act_stride);
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i w[8];
+    if constexpr (kQ4) {
+      load_q4_0(quants + b * kBlockBytes, w);
+    } else {
+      load_q8_0(quants + b * kBlockBytes, w);
+    }
+    const __m512 dw = _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kGroupRows)));
+    for (int c = 0; c < N; ++c) acc[c] = column_step(acc[c], w, dw, cols[c][b]);
+  }
+  for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, acc[c]);
+}
+
+template <int kBlockBytes, bool kQ4>
+void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+          float* dst, size_t dst_stride) {
+  const auto* quants = static_cast<const uint8_t*>(w);
+  const auto* scales = reinterpret_cast<const uint16_t*>(quants + nb * kBlockBytes);
+  const auto* a = static_cast<const char*>(act);
+  int64_t c = 0;
+  for (; c + kMaxCols <= n_cols; c += kMaxCols) {
+    tile<kMaxCols, kBlockBytes, kQ4>(quants, scales, nb, a + c * act_stride, act_stride,
+                                     dst + c * dst_stride, dst_stride);
+  }
+  const char* ac = a + c * act_stride;
+  float* dc = dst + c * dst_stride;
+  switch (n_cols - c) {
+    case 7: return tile<7, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
+    case 6: return tile<6, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
+    case 5: return tile<5, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
+    case 4: return tile<4, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
+    case 3: return tile<3, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
+    case 2: return tile<2, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
+    case 1: return tile<1, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
+    default: return;
+  }
+}
+
+}  // namespace
+
+const GemmKernels kGemmKernels = {
+    .isa = Isa::Avx512,
+    .quantize_q8x = quantize_q8x,
+    .gemm_q4_0_x16 = gemm<256, true>,
+    .gemm_q8_0_x16 = gemm<512, false>,
+};
+
+}  // namespace tessera::cpu::avx512

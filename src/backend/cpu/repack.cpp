@@ -1,0 +1,90 @@
+#include "backend/cpu/repack.h"
+
+#include <cstring>
+
+#include "core/check.h"
+#include "quant/blocks.h"
+
+namespace tessera::cpu {
+namespace {
+
+using quant::BlockQ4_0;
+using quant::BlockQ8_0;
+
+// One group of 16 rows: rows[r] points at row r's blocks.
+void repack_group_q4_0(const BlockQ4_0* const* rows, int64_t nb, uint8_t* dst) {
+  uint8_t* quants = dst;
+  auto* scales = reinterpret_cast<uint16_t*>(dst + nb * 256);
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int w = 0; w < 4; ++w) {
+      for (int r = 0; r < kGroupRows; ++r) {
+        std::memcpy(quants + b * 256 + w * 64 + r * 4, rows[r][b].qs + w * 4, 4);
+      }
+    }
+    for (int r = 0; r < kGroupRows; ++r) scales[b * kGroupRows + r] = rows[r][b].d;
+  }
+}
+
+void repack_group_q8_0(const BlockQ8_0* const* rows, int64_t nb, uint8_t* dst) {
+  uint8_t* quants = dst;
+  auto* scales = reinterpret_cast<uint16_t*>(dst + nb * 512);
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int w = 0; w < 8; ++w) {
+      for (int r = 0; r < kGroupRows; ++r) {
+        for (int i = 0; i < 4; ++i) {
+          quants[b * 512 + w * 64 + r * 4 + i] = uint8_t(rows[r][b].qs[w * 4 + i] + 128);
+        }
+      }
+    }
+    for (int r = 0; r < kGroupRows; ++r) scales[b * kGroupRows + r] = rows[r][b].d;
+  }
+}
+
+template <typename Block, typename F>
+void repack_all(const void* src, void* dst, int64_t n_rows, int64_t row_len, F group) {
+  const int64_t nb = row_len / 32;
+  const size_t row_bytes = size_t(nb) * sizeof(Block);
+  for (int64_t g = 0; g < n_rows / kGroupRows; ++g) {
+    const Block* rows[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) {
+      rows[r] = reinterpret_cast<const Block*>(static_cast<const char*>(src) +
+                                               size_t(g * kGroupRows + r) * row_bytes);
+    }
+    group(rows, nb, static_cast<uint8_t*>(dst) + size_t(g * kGroupRows) * row_bytes);
+  }
+}
+
+}  // namespace
+
+DType repacked_type(DType t) {
+  switch (t) {
+    case DType::Q4_0:
+      return DType::Q4_0_X16;
+    case DType::Q8_0:
+      return DType::Q8_0_X16;
+    default:
+      return t;
+  }
+}
+
+int32_t x16_zero_point(DType x16) {
+  TESSERA_CHECK(x16 == DType::Q4_0_X16 || x16 == DType::Q8_0_X16);
+  return x16 == DType::Q4_0_X16 ? 8 : 128;
+}
+
+bool can_repack(const Tensor* t) {
+  return repacked_type(t->type) != t->type && t->ne[2] == 1 && t->ne[3] == 1 &&
+         t->ne[1] % kGroupRows == 0 && t->is_contiguous();
+}
+
+void repack_rows(DType type, const void* src, void* dst, int64_t n_rows, int64_t row_len) {
+  TESSERA_CHECK(n_rows % kGroupRows == 0 && row_len % 32 == 0);
+  if (type == DType::Q4_0) {
+    repack_all<BlockQ4_0>(src, dst, n_rows, row_len, repack_group_q4_0);
+  } else {
+    TESSERA_CHECK(type == DType::Q8_0);
+    repack_all<BlockQ8_0>(src, dst, n_rows, row_len, repack_group_q8_0);
+  }
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,50 @@
+// Weights repacked at load into the interleaved layouts of the CPU's int8 GEMM kernels
+// (DType::Q4_0_X16, DType::Q8_0_X16), and the activation blocks those kernels read.
+//
+// Why: a dot product per output reads one row and one activation column, converts one
+// fp16 scale per block and sums the block's lanes horizontally. With 16 rows
+// interleaved, one 512-bit register holds 4 bytes of each of 16 rows, a VNNI
+// instruction (vpdpbusd) advances 16 outputs by 4 products each against one broadcast
+// activation word, the 16 scales of a block convert with one instruction, and a
+// register tile of 16 rows x several columns reuses each weight load for every column.
+//
+// Layout of one group of 16 rows (row_len k, nb = k / 32 blocks), in this order:
+//   quants: nb blocks x kQuantBytes, where a block is, for each 4-element word w of the
+//           original block (Q4_0: the 16 bytes of nibble pairs, 4 words; Q8_0: the 32
+//           quants, 8 words), 16 rows x 4 bytes;
+//   scales: nb blocks x 16 fp16 (row 0..15), the blocks' original d.
+// Q4_0 bytes keep their nibble pairs (low nibble = element j, high = element j + 16);
+// Q8_0 quants are stored as q + 128 (unsigned). A group is as many bytes as its 16 rows
+// in the file layout, so tensor strides and sizes do not change.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace tessera::cpu {
+
+constexpr int64_t kGroupRows = 16;
+
+/// 32 activations quantized for the _X16 kernels: the Q8_0 quants and scale (bit-identical
+/// to quantize_q8_0), plus the term that takes the weights' zero point back out.
+struct BlockQ8X {
+  int8_t qs[32];
+  float d;       // x ~ d * q
+  int32_t bias;  // -zero_point * sum(qs): the kernels start each block's sum from it
+};
+static_assert(sizeof(BlockQ8X) == 40);
+
+/// The repacked type of a file type, or `t` itself when it has none.
+DType repacked_type(DType t);
+/// The unsigned weights' zero point of an _X16 type (Q4_0: 8, Q8_0: 128).
+int32_t x16_zero_point(DType x16);
+/// Whether `t` (a weight tensor) can be repacked: a type with an _X16 form, two dims, rows
+/// a multiple of 16, dense.
+bool can_repack(const Tensor* t);
+/// Writes the _X16 layout of n_rows (a multiple of 16) rows of row_len elements of type
+/// `type` from src to dst (the same number of bytes; the two must not overlap).
+void repack_rows(DType type, const void* src, void* dst, int64_t n_rows, int64_t row_len);
+
+}  // namespace tessera::cpu

@@ -1,0 +1,61 @@
+#include "model/repack_weights.h"
+
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/gemm_kernels.h"
+#include "backend/cpu/repack.h"
+#include "tessera/log.h"
+
+namespace tessera {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+std::vector<Tensor*> candidates(const ModelWeights& w) {
+  std::vector<Tensor*> out;
+  auto add = [&](Tensor* t) {
+    if (t != nullptr && cpu::can_repack(t)) out.push_back(t);
+  };
+  for (const LayerWeights& l : w.layers) {
+    for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down}) add(t);
+  }
+  add(w.output);  // null when tied to token_embd, which stays in the file layout
+  return out;
+}
+
+bool repack_enabled() {
+  const char* env = std::getenv("TESSERA_REPACK");
+  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+  return cpu::fast_gemm_available();
+}
+
+}  // namespace
+
+Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file) {
+  RepackedWeights out;
+  if (!repack_enabled()) return out;
+  const std::vector<Tensor*> todo = candidates(w);
+  if (todo.empty()) return out;
+  for (const Tensor* t : todo) out.bytes += (t->nbytes() + kAlign - 1) / kAlign * kAlign;
+  out.data.reset(std::aligned_alloc(kAlign, out.bytes));
+  if (!out.data) {
+    return Status::error("model: out of memory repacking weights (" +
+                         std::to_string(out.bytes >> 20) + " MiB)");
+  }
+  auto* dst = static_cast<uint8_t*>(out.data.get());
+  for (Tensor* t : todo) {
+    const auto* src = static_cast<const uint8_t*>(t->data);
+    cpu::repack_rows(t->type, src, dst, t->ne[1], t->ne[0]);
+    file.release_pages(size_t(src - file.file_data()), t->nbytes());
+    t->type = cpu::repacked_type(t->type);
+    t->data = dst;
+    dst += (t->nbytes() + kAlign - 1) / kAlign * kAlign;
+    ++out.tensors;
+  }
+  log(LogLevel::Info, "repacked %d weight tensors (%zu MiB) for the CPU's GEMM kernels",
+      out.tensors, out.bytes >> 20);
+  return out;
+}
+
+}  // namespace tessera
