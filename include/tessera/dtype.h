@@ -46,6 +46,7 @@ enum class DType : uint32_t {
   // rows, so single rows cannot be addressed; only mul_mat reads them.
   Q4_0_X16 = 64,
   Q8_0_X16 = 65,
+  F16_X16 = 66,
 };
 
 /// Converts n elements of a row (n a multiple of the block size) to float.

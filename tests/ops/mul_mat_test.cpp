@@ -1,9 +1,12 @@
 // mul_mat against a double-precision reference: odd sizes, F16/BF16 weights, strided
-// operands, GQA broadcasting over dims 2-3, and fewer weight rows than threads.
+// operands, GQA broadcasting over dims 2-3, fewer weight rows than threads, and F16
+// weights repacked into the 16-row interleaved layout (backend/cpu/repack.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "backend/cpu/repack.h"
+#include "core/fp16.h"
 #include "ops/op_test_util.h"
 
 namespace tessera::test {
@@ -14,12 +17,13 @@ struct MulMatCase {
   int64_t a2 = 1, a3 = 1, b2 = 1, b3 = 1;
   DType type = DType::F32;
   Layout la = Layout::Contiguous, lb = Layout::Contiguous;
+  bool repack = false;  // a (F16, rows a multiple of 16) multiplied in the F16_X16 layout
 };
 
 std::ostream& operator<<(std::ostream& os, const MulMatCase& c) {
   return os << dtype_name(c.type) << " k " << c.k << " m " << c.m << " n " << c.n << " a " << c.a2
             << "x" << c.a3 << " b " << c.b2 << "x" << c.b3 << " a " << layout_name(c.la) << " b "
-            << layout_name(c.lb);
+            << layout_name(c.lb) << (c.repack ? " repacked" : "");
 }
 
 constexpr DType F16 = DType::F16;
@@ -52,7 +56,27 @@ const MulMatCase kMulMatCases[] = {
     {40, 11, 7, 3, 1, 3, 1, F32, kP, kP},
     {24, 6, 5, 2, 1, 4, 1, F32, kS, kS},
     {24, 6, 5, 2, 1, 4, 1, BF16, kS, kT},
+    {4097, 16, 1, 1, 1, 1, 1, F16, kC, kC, true},  // decode
+    {255, 32, 13, 1, 1, 1, 1, F16, kC, kC, true},  // one full tile and a tail
+    {64, 48, 30, 1, 1, 1, 1, F16, kC, kT, true},   // strided activations: packed
+    {33, 16, 5, 1, 1, 2, 1, F16, kC, kS, true},    // activation planes flattened
 };
+
+// The F16_X16 copy of a contiguous F16 leaf, in memory the test owns (the harness leaves
+// tensors with their own data alone).
+Tensor* repacked(OpTest& t, const Tensor* a, std::vector<uint16_t>& halves,
+                 std::vector<uint16_t>& packed) {
+  halves.clear();
+  for_each_index(a->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    halves.push_back(f32_to_f16(float(t.at(a, i0, i1, i2, i3))));
+  });
+  packed.resize(halves.size());
+  cpu::repack_rows(DType::F16, halves.data(), packed.data(), a->ne[1], a->ne[0]);
+  Tensor* x = t.graph().arena().new_tensor(cpu::repacked_type(DType::F16), a->ne);
+  x->flags |= kFlagInput;
+  x->data = packed.data();
+  return x;
+}
 
 class MulMatTest : public ::testing::TestWithParam<MulMatCase> {};
 
@@ -61,7 +85,8 @@ TEST_P(MulMatTest, MatchesReference) {
   OpTest t(41);
   Tensor* a = t.input(c.type, {c.k, c.m, c.a2, c.a3}, c.la, -1, 1);
   Tensor* b = t.input(F32, {c.k, c.n, c.b2, c.b3}, c.lb, -1, 1);
-  Tensor* out = ops::mul_mat(t.graph(), a, b);
+  std::vector<uint16_t> halves, packed;
+  Tensor* out = ops::mul_mat(t.graph(), c.repack ? repacked(t, a, halves, packed) : a, b);
   Expected want;
   for_each_index({c.m, c.n, c.b2, c.b3}, [&](int64_t i, int64_t j, int64_t p2, int64_t p3) {
     const int64_t a2 = p2 / (c.b2 / c.a2), a3 = p3 / (c.b3 / c.a3);

@@ -5,8 +5,10 @@
 // the file layout (see fast_gemm_available).
 //
 // Contract shared by every level: each output is
-//   acc = 0; for each block b in order: acc = fma(float(bias_b + sum_i w_i q_i), dw_b * da_b, acc)
-// with the integer sum exact, so every level, every tile width and every thread count
+//   quantized: acc = 0; for each block b in order: acc = fma(float(bias_b + sum_i w_i q_i), dw_b * da_b, acc)
+//   F16:       acc[0] = acc[1] = 0; for each element e in order: acc[e % 2] = fma(float(w_e), x_e, acc[e % 2]);
+//              result acc[0] + acc[1] (two chains, so one column is not bound by the fma latency)
+// with the integer sums exact, so every level, every tile width and every thread count
 // gives the same bits for the same inputs (one output never depends on its neighbours).
 #pragma once
 
@@ -27,11 +29,17 @@ using QuantizeX16Fn = void (*)(const float* x, void* y, int64_t n, int32_t zero_
 using GemmX16Fn = void (*)(const void* w, int64_t nb, const void* act, size_t act_stride,
                            int64_t n_cols, float* dst, size_t dst_stride);
 
+/// One group of 16 interleaved F16 rows of k elements times n_cols float rows (row c at
+/// x + c * x_stride floats): writes dst[c * dst_stride + r] for r < 16.
+using GemmF16X16Fn = void (*)(const void* w, int64_t k, const float* x, size_t x_stride,
+                              int64_t n_cols, float* dst, size_t dst_stride);
+
 struct GemmKernels {
   Isa isa;
   QuantizeX16Fn quantize_q8x;
   GemmX16Fn gemm_q4_0_x16;
   GemmX16Fn gemm_q8_0_x16;
+  GemmF16X16Fn gemm_f16_x16;
 };
 
 /// The GEMM for an _X16 type in table k.

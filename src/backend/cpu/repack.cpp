@@ -40,6 +40,13 @@ void repack_group_q8_0(const BlockQ8_0* const* rows, int64_t nb, uint8_t* dst) {
   }
 }
 
+void repack_group_f16(const uint16_t* const* rows, int64_t row_len, uint8_t* dst) {
+  auto* out = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t e = 0; e < row_len; ++e) {
+    for (int r = 0; r < kGroupRows; ++r) out[e * kGroupRows + r] = rows[r][e];
+  }
+}
+
 template <typename Block, typename F>
 void repack_all(const void* src, void* dst, int64_t n_rows, int64_t row_len, F group) {
   const int64_t nb = row_len / 32;
@@ -62,6 +69,8 @@ DType repacked_type(DType t) {
       return DType::Q4_0_X16;
     case DType::Q8_0:
       return DType::Q8_0_X16;
+    case DType::F16:
+      return DType::F16_X16;
     default:
       return t;
   }
@@ -78,7 +87,18 @@ bool can_repack(const Tensor* t) {
 }
 
 void repack_rows(DType type, const void* src, void* dst, int64_t n_rows, int64_t row_len) {
-  TESSERA_CHECK(n_rows % kGroupRows == 0 && row_len % 32 == 0);
+  TESSERA_CHECK(n_rows % kGroupRows == 0);
+  if (type == DType::F16) {
+    for (int64_t g = 0; g < n_rows / kGroupRows; ++g) {
+      const uint16_t* rows[kGroupRows];
+      for (int r = 0; r < kGroupRows; ++r) {
+        rows[r] = static_cast<const uint16_t*>(src) + (g * kGroupRows + r) * row_len;
+      }
+      repack_group_f16(rows, row_len, static_cast<uint8_t*>(dst) + size_t(g * kGroupRows * row_len) * 2);
+    }
+    return;
+  }
+  TESSERA_CHECK(row_len % 32 == 0);
   if (type == DType::Q4_0) {
     repack_all<BlockQ4_0>(src, dst, n_rows, row_len, repack_group_q4_0);
   } else {

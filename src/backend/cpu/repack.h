@@ -14,8 +14,11 @@
 //           quants, 8 words), 16 rows x 4 bytes;
 //   scales: nb blocks x 16 fp16 (row 0..15), the blocks' original d.
 // Q4_0 bytes keep their nibble pairs (low nibble = element j, high = element j + 16);
-// Q8_0 quants are stored as q + 128 (unsigned). A group is as many bytes as its 16 rows
-// in the file layout, so tensor strides and sizes do not change.
+// Q8_0 quants are stored as q + 128 (unsigned).
+// F16_X16 is simpler: for each column e of the group, the 16 rows' halves (32 bytes), so
+// one load and one conversion give element e of all 16 rows as floats.
+// A group is as many bytes as its 16 rows in the file layout, so tensor strides and
+// sizes do not change.
 #pragma once
 
 #include <cstddef>
@@ -38,7 +41,7 @@ static_assert(sizeof(BlockQ8X) == 40);
 
 /// The repacked type of a file type, or `t` itself when it has none.
 DType repacked_type(DType t);
-/// The unsigned weights' zero point of an _X16 type (Q4_0: 8, Q8_0: 128).
+/// The unsigned weights' zero point of a quantized _X16 type (Q4_0: 8, Q8_0: 128).
 int32_t x16_zero_point(DType x16);
 /// Whether `t` (a weight tensor) can be repacked: a type with an _X16 form, two dims, rows
 /// a multiple of 16, dense.

@@ -16,18 +16,24 @@ constexpr size_t kChunkBytes = 1u << 20;
 
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+// What the kernels read as activations: BlockQ8X rows (quantized weights), or float rows
+// (F16 weights): src1 itself when it is contiguous, else a packed copy.
 struct X16Layout {
-  size_t act_row;    // bytes of one quantized src1 row
-  size_t act_bytes;  // all quantized src1 rows (rounded to 64)
-  size_t buf_bytes;  // per-thread float row for strided src1 rows (else 0)
+  bool quantized;    // src0 is Q4_0_X16 / Q8_0_X16 (else F16_X16)
+  bool direct;       // float activations read straight from src1
+  size_t act_row;    // bytes of one activation row
+  size_t act_bytes;  // all activation rows in the scratch (rounded to 64; 0 when direct)
+  size_t buf_bytes;  // per-thread float row for quantizing strided src1 rows (else 0)
 };
 
 X16Layout layout_of(const Tensor* node) {
   const Tensor* b = node->src[1];
   X16Layout l{};
-  l.act_row = size_t(b->ne[0] / 32) * sizeof(BlockQ8X);
-  l.act_bytes = round_up(l.act_row * size_t(b->nrows()));
-  l.buf_bytes = b->nb[0] == sizeof(float) ? 0 : round_up(size_t(b->ne[0]) * sizeof(float));
+  l.quantized = node->src[0]->type != DType::F16_X16;
+  l.direct = !l.quantized && b->is_contiguous();
+  l.act_row = l.quantized ? size_t(b->ne[0] / 32) * sizeof(BlockQ8X) : size_t(b->ne[0]) * sizeof(float);
+  l.act_bytes = l.direct ? 0 : round_up(l.act_row * size_t(b->nrows()));
+  l.buf_bytes = l.quantized && b->nb[0] != sizeof(float) ? round_up(size_t(b->ne[0]) * sizeof(float)) : 0;
   return l;
 }
 
@@ -48,18 +54,29 @@ size_t mul_mat_x16_work_size(const Tensor* node, int nth) {
   return kAlign + l.act_bytes + size_t(nth) * l.buf_bytes;
 }
 
-// Quantizes src1 rows, split over threads, into BlockQ8X rows at the start of the scratch.
+// Quantizes src1 rows (quantized weights) or packs strided ones (F16 weights), split over
+// threads, into the activation rows at the start of the scratch.
 bool mul_mat_x16_prepare(Tensor* node, const KernelParams& p) {
   const Tensor* b = node->src[1];
   const X16Layout l = layout_of(node);
+  if (l.direct) return false;
+  char* act = align64(p.work);
+  int64_t r0, r1;
+  split_range(b->nrows(), p.ith, p.nth, &r0, &r1);
+  if (!l.quantized) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const RowIndex ri = row_index(b, r);
+      auto* row = reinterpret_cast<float*>(act + size_t(r) * l.act_row);
+      const float* src = read_row(b, ri.i1, ri.i2, ri.i3, row);
+      if (src != row) std::copy(src, src + b->ne[0], row);
+    }
+    return true;
+  }
   const GemmKernels& k = gemm_kernels();
   const int32_t zero_point = x16_zero_point(node->src[0]->type);
-  char* act = align64(p.work);
   float* buf = l.buf_bytes
                    ? reinterpret_cast<float*>(act + l.act_bytes + size_t(p.ith) * l.buf_bytes)
                    : nullptr;
-  int64_t r0, r1;
-  split_range(b->nrows(), p.ith, p.nth, &r0, &r1);
   for (int64_t r = r0; r < r1; ++r) {
     const RowIndex ri = row_index(b, r);
     k.quantize_q8x(read_row(b, ri.i1, ri.i2, ri.i3, buf), act + size_t(r) * l.act_row, b->ne[0],
@@ -73,12 +90,12 @@ bool mul_mat_x16_prepare(Tensor* node, const KernelParams& p) {
 void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
   const Tensor* a = node->src[0];
   const X16Layout l = layout_of(node);
-  const GemmX16Fn gemm = gemm_x16(gemm_kernels(), a->type);
-  const int64_t nb = a->ne[0] / 32;
+  const GemmKernels& kernels = gemm_kernels();
+  const int64_t k = a->ne[0];
   const int64_t n_groups = a->ne[1] / kGroupRows;
   const int64_t n_cols = node->src[1]->nrows();
   const size_t group_bytes = size_t(kGroupRows) * a->nb[1];
-  const char* act = align64(p.work);
+  const char* act = l.direct ? static_cast<const char*>(node->src[1]->data) : align64(p.work);
   auto* dst = static_cast<float*>(node->data);
   const size_t dst_stride = size_t(node->ne[0]);
 
@@ -88,13 +105,20 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
   } else {
     split_range(n_cols, p.ith, p.nth, &c0, &c1);
   }
-  const int64_t chunk = std::max<int64_t>(8, int64_t(kChunkBytes / l.act_row) / 8 * 8);
+  // Multiples of 24: whole tiles of both kernels (8 quantized columns, 12 float ones).
+  const int64_t chunk = std::max<int64_t>(24, int64_t(kChunkBytes / l.act_row) / 24 * 24);
   for (int64_t cs = c0; cs < c1; cs += chunk) {
     const int64_t ce = std::min(c1, cs + chunk);
     for (int64_t g = g0; g < g1; ++g) {
-      gemm(static_cast<const char*>(a->data) + size_t(g) * group_bytes, nb,
-           act + size_t(cs) * l.act_row, l.act_row, ce - cs,
-           dst + size_t(cs) * dst_stride + size_t(g * kGroupRows), dst_stride);
+      const char* w = static_cast<const char*>(a->data) + size_t(g) * group_bytes;
+      const char* x = act + size_t(cs) * l.act_row;
+      float* out = dst + size_t(cs) * dst_stride + size_t(g * kGroupRows);
+      if (l.quantized) {
+        gemm_x16(kernels, a->type)(w, k / 32, x, l.act_row, ce - cs, out, dst_stride);
+      } else {
+        kernels.gemm_f16_x16(w, k, reinterpret_cast<const float*>(x), size_t(k), ce - cs, out,
+                             dst_stride);
+      }
     }
   }
 }

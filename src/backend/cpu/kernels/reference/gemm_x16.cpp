@@ -68,6 +68,21 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
   }
 }
 
+void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
+              float* dst, size_t dst_stride) {
+  const auto* h = static_cast<const uint16_t*>(w);
+  for (int64_t c = 0; c < n_cols; ++c) {
+    const float* xc = x + size_t(c) * x_stride;
+    for (int r = 0; r < kGroupRows; ++r) {
+      float acc[2] = {0.0f, 0.0f};
+      for (int64_t e = 0; e < k; ++e) {
+        acc[e % 2] = std::fma(f16_to_f32(h[e * kGroupRows + r]), xc[e], acc[e % 2]);
+      }
+      dst[size_t(c) * dst_stride + size_t(r)] = acc[0] + acc[1];
+    }
+  }
+}
+
 }  // namespace
 
 const GemmKernels kGemmKernels = {
@@ -75,6 +90,7 @@ const GemmKernels kGemmKernels = {
     .quantize_q8x = quantize_q8x,
     .gemm_q4_0_x16 = gemm<256, block_sum_q4_0>,
     .gemm_q8_0_x16 = gemm<512, block_sum_q8_0>,
+    .gemm_f16_x16 = gemm_f16,
 };
 
 }  // namespace tessera::cpu::reference

@@ -124,6 +124,59 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
   }
 }
 
+// F16: per element e, the 16 rows' halves convert with one instruction and meet each
+// column's x[e] (a broadcast) in one fmadd; even and odd elements go to two accumulators
+// per column (the contract's two chains); 12 columns per tile.
+constexpr int kF16Cols = 12;
+
+inline __m512 halves(const uint16_t* h, int64_t e) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + e * kGroupRows)));
+}
+
+template <int N>
+void tile_f16(const uint16_t* h, int64_t k, const float* x, size_t x_stride, float* dst,
+              size_t dst_stride) {
+  __m512 even[N], odd[N];
+  for (int c = 0; c < N; ++c) even[c] = odd[c] = _mm512_setzero_ps();
+  int64_t e = 0;
+  for (; e + 2 <= k; e += 2) {
+    const __m512 w0 = halves(h, e);
+    const __m512 w1 = halves(h, e + 1);
+    for (int c = 0; c < N; ++c) {
+      const float* xc = x + size_t(c) * x_stride + size_t(e);
+      even[c] = _mm512_fmadd_ps(w0, _mm512_set1_ps(xc[0]), even[c]);
+      odd[c] = _mm512_fmadd_ps(w1, _mm512_set1_ps(xc[1]), odd[c]);
+    }
+  }
+  if (e < k) {
+    const __m512 w0 = halves(h, e);
+    for (int c = 0; c < N; ++c) {
+      even[c] = _mm512_fmadd_ps(w0, _mm512_set1_ps(x[size_t(c) * x_stride + size_t(e)]), even[c]);
+    }
+  }
+  for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, _mm512_add_ps(even[c], odd[c]));
+}
+
+template <int N>
+void f16_tail(const uint16_t* h, int64_t k, const float* x, size_t x_stride, int64_t left,
+              float* dst, size_t dst_stride) {
+  if constexpr (N > 0) {
+    if (left == N) return tile_f16<N>(h, k, x, x_stride, dst, dst_stride);
+    f16_tail<N - 1>(h, k, x, x_stride, left, dst, dst_stride);
+  }
+}
+
+void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
+              float* dst, size_t dst_stride) {
+  const auto* h = static_cast<const uint16_t*>(w);
+  int64_t c = 0;
+  for (; c + kF16Cols <= n_cols; c += kF16Cols) {
+    tile_f16<kF16Cols>(h, k, x + c * x_stride, x_stride, dst + c * dst_stride, dst_stride);
+  }
+  f16_tail<kF16Cols - 1>(h, k, x + c * x_stride, x_stride, n_cols - c, dst + c * dst_stride,
+                         dst_stride);
+}
+
 }  // namespace
 
 const GemmKernels kGemmKernels = {
@@ -131,6 +184,7 @@ const GemmKernels kGemmKernels = {
     .quantize_q8x = quantize_q8x,
     .gemm_q4_0_x16 = gemm<256, true>,
     .gemm_q8_0_x16 = gemm<512, false>,
+    .gemm_f16_x16 = gemm_f16,
 };
 
 }  // namespace tessera::cpu::avx512
