@@ -190,6 +190,8 @@ const QuantMulMatCase kX16Cases[] = {
     {DType::Q8_0, 4096, 16, 1}, {DType::Q4_0, 96, 16, 17},  {DType::Q8_0, 32, 64, 9},
     {DType::Q4_0, 64, 32, 7, 1, 1, 1, 1, kT}, {DType::Q8_0, 64, 16, 6, 1, 1, 2, 1, kS},
     {DType::Q4_0, 160, 16, 70},  // more columns than one kernel tile, odd tail
+    {DType::Q4_K, 256, 16, 5},   {DType::Q4_K, 2048, 32, 1}, {DType::Q4_K, 512, 16, 19},
+    {DType::Q4_K, 256, 16, 3, 1, 1, 1, 1, kT},
 };
 
 class MulMatX16Test : public ::testing::TestWithParam<QuantMulMatCase> {};

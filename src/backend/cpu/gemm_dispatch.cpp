@@ -7,8 +7,17 @@
 namespace tessera::cpu {
 
 GemmX16Fn gemm_x16(const GemmKernels& k, DType x16) {
-  TESSERA_CHECK(x16 == DType::Q4_0_X16 || x16 == DType::Q8_0_X16);
-  return x16 == DType::Q4_0_X16 ? k.gemm_q4_0_x16 : k.gemm_q8_0_x16;
+  switch (x16) {
+    case DType::Q4_0_X16:
+      return k.gemm_q4_0_x16;
+    case DType::Q8_0_X16:
+      return k.gemm_q8_0_x16;
+    case DType::Q4_K_X16:
+      return k.gemm_q4_K_x16;
+    default:
+      TESSERA_CHECK_MSG(false, "not a quantized _X16 type");
+      return nullptr;
+  }
 }
 
 const GemmKernels* gemm_kernels_for(Isa isa) {

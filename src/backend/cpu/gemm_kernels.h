@@ -6,6 +6,8 @@
 //
 // Contract shared by every level: each output is
 //   quantized: acc = 0; for each block b in order: acc = fma(float(bias_b + sum_i w_i q_i), dw_b * da_b, acc)
+//   Q4_K:      acc = 0; per super-block b: acc = fma(float(sum_s sc_s dot_s), d_b * da_b, acc);
+//              acc = fma(-float(sum_s m_s asum_s), dmin_b * da_b, acc)
 //   F16:       acc[0] = acc[1] = 0; for each element e in order: acc[e % 2] = fma(float(w_e), x_e, acc[e % 2]);
 //              result acc[0] + acc[1] (two chains, so one column is not bound by the fma latency)
 // with the integer sums exact, so every level, every tile width and every thread count
@@ -23,7 +25,9 @@ namespace tessera::cpu {
 /// Quantizes n floats (a multiple of 32) into BlockQ8X blocks whose bias is
 /// -zero_point * sum(qs).
 using QuantizeX16Fn = void (*)(const float* x, void* y, int64_t n, int32_t zero_point);
-/// One group of 16 interleaved weight rows (nb blocks) times n_cols activation rows of
+/// Quantizes n floats (a multiple of 256) into BlockQ8KX blocks.
+using QuantizeKX16Fn = void (*)(const float* x, void* y, int64_t n);
+/// One group of 16 interleaved weight rows (nb blocks or super-blocks) times n_cols activation rows of
 /// BlockQ8X (row c at act + c * act_stride bytes): writes dst[c * dst_stride + r] for
 /// r < 16.
 using GemmX16Fn = void (*)(const void* w, int64_t nb, const void* act, size_t act_stride,
@@ -40,9 +44,11 @@ struct GemmKernels {
   GemmX16Fn gemm_q4_0_x16;
   GemmX16Fn gemm_q8_0_x16;
   GemmF16X16Fn gemm_f16_x16;
+  QuantizeKX16Fn quantize_q8kx;
+  GemmX16Fn gemm_q4_K_x16;
 };
 
-/// The GEMM for an _X16 type in table k.
+/// The GEMM for a quantized _X16 type in table k.
 GemmX16Fn gemm_x16(const GemmKernels& k, DType x16);
 
 /// The kernels of the active vector level, or the reference ones where it has none.

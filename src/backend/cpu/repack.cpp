@@ -9,6 +9,7 @@ namespace tessera::cpu {
 namespace {
 
 using quant::BlockQ4_0;
+using quant::BlockQ4_K;
 using quant::BlockQ8_0;
 
 // One group of 16 rows: rows[r] points at row r's blocks.
@@ -40,6 +41,26 @@ void repack_group_q8_0(const BlockQ8_0* const* rows, int64_t nb, uint8_t* dst) {
   }
 }
 
+void repack_group_q4_K(const BlockQ4_K* const* rows, int64_t nb, uint8_t* dst) {
+  uint8_t* quants = dst;
+  uint8_t* meta = dst + nb * 2048;
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int i = 0; i < 4; ++i) {
+      for (int w = 0; w < 8; ++w) {
+        for (int r = 0; r < kGroupRows; ++r) {
+          std::memcpy(quants + b * 2048 + i * 512 + w * 64 + r * 4, rows[r][b].qs + 32 * i + 4 * w, 4);
+        }
+      }
+    }
+    auto* d = reinterpret_cast<uint16_t*>(meta + b * 256);
+    for (int r = 0; r < kGroupRows; ++r) {
+      d[r] = rows[r][b].d;
+      d[kGroupRows + r] = rows[r][b].dmin;
+      for (int j = 0; j < 3; ++j) std::memcpy(meta + b * 256 + 64 + j * 64 + r * 4, rows[r][b].scales + 4 * j, 4);
+    }
+  }
+}
+
 void repack_group_f16(const uint16_t* const* rows, int64_t row_len, uint8_t* dst) {
   auto* out = reinterpret_cast<uint16_t*>(dst);
   for (int64_t e = 0; e < row_len; ++e) {
@@ -47,9 +68,9 @@ void repack_group_f16(const uint16_t* const* rows, int64_t row_len, uint8_t* dst
   }
 }
 
-template <typename Block, typename F>
+template <typename Block, int64_t kBlockElems, typename F>
 void repack_all(const void* src, void* dst, int64_t n_rows, int64_t row_len, F group) {
-  const int64_t nb = row_len / 32;
+  const int64_t nb = row_len / kBlockElems;
   const size_t row_bytes = size_t(nb) * sizeof(Block);
   for (int64_t g = 0; g < n_rows / kGroupRows; ++g) {
     const Block* rows[kGroupRows];
@@ -71,6 +92,8 @@ DType repacked_type(DType t) {
       return DType::Q8_0_X16;
     case DType::F16:
       return DType::F16_X16;
+    case DType::Q4_K:
+      return DType::Q4_K_X16;
     default:
       return t;
   }
@@ -98,12 +121,17 @@ void repack_rows(DType type, const void* src, void* dst, int64_t n_rows, int64_t
     }
     return;
   }
+  if (type == DType::Q4_K) {
+    TESSERA_CHECK(row_len % 256 == 0);
+    repack_all<BlockQ4_K, 256>(src, dst, n_rows, row_len, repack_group_q4_K);
+    return;
+  }
   TESSERA_CHECK(row_len % 32 == 0);
   if (type == DType::Q4_0) {
-    repack_all<BlockQ4_0>(src, dst, n_rows, row_len, repack_group_q4_0);
+    repack_all<BlockQ4_0, 32>(src, dst, n_rows, row_len, repack_group_q4_0);
   } else {
     TESSERA_CHECK(type == DType::Q8_0);
-    repack_all<BlockQ8_0>(src, dst, n_rows, row_len, repack_group_q8_0);
+    repack_all<BlockQ8_0, 32>(src, dst, n_rows, row_len, repack_group_q8_0);
   }
 }
 

@@ -15,6 +15,11 @@
 //   scales: nb blocks x 16 fp16 (row 0..15), the blocks' original d.
 // Q4_0 bytes keep their nibble pairs (low nibble = element j, high = element j + 16);
 // Q8_0 quants are stored as q + 128 (unsigned).
+// Q4_K_X16 (super-blocks of 256, nb = k / 256) per super-block: quants, 4 x 512 bytes:
+// for each 64-element chunk i, words w = 0..7 of the row's 32 bytes qs[32i..32i+31],
+// 16 rows x 4 bytes (low nibbles are sub-block 2i, high nibbles 2i + 1); then, after all
+// quants: per super-block d[16], dmin[16] (fp16) and the 12 packed scale bytes as three
+// words x 16 rows (word j of row r = scales[4j..4j+3]), decoded in registers.
 // F16_X16 is simpler: for each column e of the group, the 16 rows' halves (32 bytes), so
 // one load and one conversion give element e of all 16 rows as floats.
 // A group is as many bytes as its 16 rows in the file layout, so tensor strides and
@@ -38,6 +43,15 @@ struct BlockQ8X {
   int32_t bias;  // -zero_point * sum(qs): the kernels start each block's sum from it
 };
 static_assert(sizeof(BlockQ8X) == 40);
+
+/// 256 activations quantized for the k-quant _X16 kernels: Q8_K's quants and scale
+/// (bit-identical to quantize_q8_K), and sums of 32-element sub-blocks in int16 pairs.
+struct BlockQ8KX {
+  int8_t qs[256];
+  float d;
+  int32_t sums32[4];  // sub-blocks 2j (low half) and 2j + 1 (high half), int16 each
+};
+static_assert(sizeof(BlockQ8KX) == 276);
 
 /// The repacked type of a file type, or `t` itself when it has none.
 DType repacked_type(DType t);

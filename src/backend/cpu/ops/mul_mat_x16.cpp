@@ -16,10 +16,12 @@ constexpr size_t kChunkBytes = 1u << 20;
 
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// What the kernels read as activations: BlockQ8X rows (quantized weights), or float rows
-// (F16 weights): src1 itself when it is contiguous, else a packed copy.
+// What the kernels read as activations: BlockQ8X rows (Q4_0, Q8_0), BlockQ8KX rows
+// (k-quants), or float rows (F16 weights): src1 itself when it is contiguous, else a
+// packed copy.
 struct X16Layout {
-  bool quantized;    // src0 is Q4_0_X16 / Q8_0_X16 (else F16_X16)
+  bool quantized;    // src0 is a quantized _X16 type (else F16_X16)
+  bool k_quant;      // super-blocks of 256 and BlockQ8KX activations
   bool direct;       // float activations read straight from src1
   size_t act_row;    // bytes of one activation row
   size_t act_bytes;  // all activation rows in the scratch (rounded to 64; 0 when direct)
@@ -30,8 +32,13 @@ X16Layout layout_of(const Tensor* node) {
   const Tensor* b = node->src[1];
   X16Layout l{};
   l.quantized = node->src[0]->type != DType::F16_X16;
+  l.k_quant = node->src[0]->type == DType::Q4_K_X16;
   l.direct = !l.quantized && b->is_contiguous();
-  l.act_row = l.quantized ? size_t(b->ne[0] / 32) * sizeof(BlockQ8X) : size_t(b->ne[0]) * sizeof(float);
+  if (l.k_quant) {
+    l.act_row = size_t(b->ne[0] / 256) * sizeof(BlockQ8KX);
+  } else {
+    l.act_row = l.quantized ? size_t(b->ne[0] / 32) * sizeof(BlockQ8X) : size_t(b->ne[0]) * sizeof(float);
+  }
   l.act_bytes = l.direct ? 0 : round_up(l.act_row * size_t(b->nrows()));
   l.buf_bytes = l.quantized && b->nb[0] != sizeof(float) ? round_up(size_t(b->ne[0]) * sizeof(float)) : 0;
   return l;
@@ -73,14 +80,19 @@ bool mul_mat_x16_prepare(Tensor* node, const KernelParams& p) {
     return true;
   }
   const GemmKernels& k = gemm_kernels();
-  const int32_t zero_point = x16_zero_point(node->src[0]->type);
+  const int32_t zero_point = l.k_quant ? 0 : x16_zero_point(node->src[0]->type);
   float* buf = l.buf_bytes
                    ? reinterpret_cast<float*>(act + l.act_bytes + size_t(p.ith) * l.buf_bytes)
                    : nullptr;
   for (int64_t r = r0; r < r1; ++r) {
     const RowIndex ri = row_index(b, r);
-    k.quantize_q8x(read_row(b, ri.i1, ri.i2, ri.i3, buf), act + size_t(r) * l.act_row, b->ne[0],
-                   zero_point);
+    const float* row = read_row(b, ri.i1, ri.i2, ri.i3, buf);
+    char* out = act + size_t(r) * l.act_row;
+    if (l.k_quant) {
+      k.quantize_q8kx(row, out, b->ne[0]);
+    } else {
+      k.quantize_q8x(row, out, b->ne[0], zero_point);
+    }
   }
   return true;
 }
@@ -114,7 +126,8 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
       const char* x = act + size_t(cs) * l.act_row;
       float* out = dst + size_t(cs) * dst_stride + size_t(g * kGroupRows);
       if (l.quantized) {
-        gemm_x16(kernels, a->type)(w, k / 32, x, l.act_row, ce - cs, out, dst_stride);
+        gemm_x16(kernels, a->type)(w, k / (l.k_quant ? 256 : 32), x, l.act_row, ce - cs, out,
+                                   dst_stride);
       } else {
         kernels.gemm_f16_x16(w, k, reinterpret_cast<const float*>(x), size_t(k), ce - cs, out,
                              dst_stride);

@@ -68,6 +68,66 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
   }
 }
 
+void quantize_q8kx(const float* x, void* vy, int64_t n) {
+  auto* y = static_cast<BlockQ8KX*>(vy);
+  for (int64_t b = 0; b < n / 256; ++b) {
+    quant::BlockQ8_K q;
+    quant::quantize_q8_K(x + b * 256, &q, 256);
+    std::memcpy(y[b].qs, q.qs, 256);
+    y[b].d = q.d;
+    for (int j = 0; j < 4; ++j) {
+      const int32_t lo = q.bsums[4 * j] + q.bsums[4 * j + 1];
+      const int32_t hi = q.bsums[4 * j + 2] + q.bsums[4 * j + 3];
+      y[b].sums32[j] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
+    }
+  }
+}
+
+// Scale and min of sub-block j of row r from the packed bytes (the Q4_K rule).
+void scale_min_q4_K(const uint8_t* words, int r, int j, int32_t* sc, int32_t* m) {
+  auto byte = [&](int i) { return int32_t(words[(i / 4) * 64 + r * 4 + i % 4]); };
+  if (j < 4) {
+    *sc = byte(j) & 63;
+    *m = byte(j + 4) & 63;
+  } else {
+    *sc = (byte(j + 4) & 15) | ((byte(j - 4) >> 6) << 4);
+    *m = (byte(j + 4) >> 4) | ((byte(j) >> 6) << 4);
+  }
+}
+
+void gemm_q4_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+               float* dst, size_t dst_stride) {
+  const auto* quants = static_cast<const uint8_t*>(w);
+  const uint8_t* meta = quants + nb * 2048;
+  for (int64_t c = 0; c < n_cols; ++c) {
+    const auto* a = reinterpret_cast<const BlockQ8KX*>(static_cast<const char*>(act) + c * act_stride);
+    for (int r = 0; r < kGroupRows; ++r) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const auto* d = reinterpret_cast<const uint16_t*>(meta + b * 256);
+        int32_t isum = 0, imin = 0;
+        for (int j = 0; j < 8; ++j) {
+          int32_t sc, m;
+          scale_min_q4_K(meta + b * 256 + 64, r, j, &sc, &m);
+          int32_t dot = 0, asum = 0;
+          for (int e = 0; e < 32; ++e) {
+            const int i = j / 2, word = e / 4;
+            const uint8_t byte = quants[b * 2048 + i * 512 + word * 64 + r * 4 + e % 4];
+            const int32_t q = j % 2 == 0 ? byte & 0x0F : byte >> 4;
+            dot += q * a[b].qs[32 * j + e];
+            asum += a[b].qs[32 * j + e];
+          }
+          isum += sc * dot;
+          imin += m * asum;
+        }
+        acc = std::fma(float(isum), f16_to_f32(d[r]) * a[b].d, acc);
+        acc = std::fma(-float(imin), f16_to_f32(d[kGroupRows + r]) * a[b].d, acc);
+      }
+      dst[size_t(c) * dst_stride + size_t(r)] = acc;
+    }
+  }
+}
+
 void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
               float* dst, size_t dst_stride) {
   const auto* h = static_cast<const uint16_t*>(w);
@@ -91,6 +151,8 @@ const GemmKernels kGemmKernels = {
     .gemm_q4_0_x16 = gemm<256, block_sum_q4_0>,
     .gemm_q8_0_x16 = gemm<512, block_sum_q8_0>,
     .gemm_f16_x16 = gemm_f16,
+    .quantize_q8kx = quantize_q8kx,
+    .gemm_q4_K_x16 = gemm_q4_K,
 };
 
 }  // namespace tessera::cpu::reference

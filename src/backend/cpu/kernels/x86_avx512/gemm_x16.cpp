@@ -124,6 +124,139 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
   }
 }
 
+// ---- Q4_K -----------------------------------------------------------------------------
+// Per super-block, the packed scale words of the 16 rows decode in registers into the
+// 8 sub-block scales (int32 lanes) and the mins as int16 pairs; per 64-element chunk the
+// weights are split into the two sub-blocks' nibbles once, and each column's two
+// sub-block sums are scaled (vpmulld) into one integer sum. The mins meet the
+// activation sub-block sums with vpdpwssd.
+
+void quantize_q8kx(const float* x, void* vy, int64_t n) {
+  auto* y = static_cast<BlockQ8KX*>(vy);
+  const QuantizeRowFn q8_K = kQuantKernels.quantize_q8_K;
+  for (int64_t b = 0; b < n / 256; ++b) {
+    quant::BlockQ8_K q;
+    q8_K(x + b * 256, &q, 256);
+    std::memcpy(y[b].qs, q.qs, 256);
+    y[b].d = q.d;
+    for (int j = 0; j < 4; ++j) {
+      const int32_t lo = q.bsums[4 * j] + q.bsums[4 * j + 1];
+      const int32_t hi = q.bsums[4 * j + 2] + q.bsums[4 * j + 3];
+      y[b].sums32[j] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
+    }
+  }
+}
+
+struct Q4KScales {
+  __m512i sc[8];  // sub-block scales, one int32 per row
+  __m512i m[4];   // mins of sub-blocks 2j, 2j + 1 as int16 pairs
+};
+
+inline Q4KScales decode_q4_K(const uint8_t* words) {
+  const __m512i w0 = _mm512_loadu_si512(words);
+  const __m512i w1 = _mm512_loadu_si512(words + 64);
+  const __m512i w2 = _mm512_loadu_si512(words + 128);
+  const __m512i low6 = _mm512_set1_epi8(0x3F);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i top2 = _mm512_set1_epi8(char(0xC0));
+  // Bytes j of these words are the scales / mins of sub-blocks j (lo) and 4 + j (hi).
+  const __m512i sc_lo = _mm512_and_si512(w0, low6);
+  const __m512i m_lo = _mm512_and_si512(w1, low6);
+  const __m512i sc_hi = _mm512_or_si512(_mm512_and_si512(w2, low4),
+                                        _mm512_srli_epi32(_mm512_and_si512(w0, top2), 2));
+  const __m512i m_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), low4),
+                                       _mm512_srli_epi32(_mm512_and_si512(w1, top2), 2));
+  const __m512i byte = _mm512_set1_epi32(0xFF);
+  Q4KScales s;
+  for (int j = 0; j < 4; ++j) {
+    s.sc[j] = _mm512_and_si512(_mm512_srli_epi32(sc_lo, 8 * j), byte);
+    s.sc[4 + j] = _mm512_and_si512(_mm512_srli_epi32(sc_hi, 8 * j), byte);
+  }
+  // int16 pairs: bytes (0, 1) and (2, 3) of each word moved to the two halves.
+  const __m512i pair_lo = _mm512_set1_epi32(0x000000FF);
+  const __m512i pair_hi = _mm512_set1_epi32(0x00FF0000);
+  for (int h = 0; h < 2; ++h) {
+    const __m512i src = h == 0 ? m_lo : m_hi;
+    s.m[2 * h] = _mm512_or_si512(_mm512_and_si512(src, pair_lo),
+                                 _mm512_and_si512(_mm512_slli_epi32(src, 8), pair_hi));
+    s.m[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(src, 16), pair_lo),
+                                     _mm512_and_si512(_mm512_srli_epi32(src, 8), pair_hi));
+  }
+  return s;
+}
+
+inline __m512i dp_words(__m512i acc, const __m512i* w, const int32_t* words) {
+  for (int i = 0; i < 8; ++i) acc = dp(acc, w[i], words + i);
+  return acc;
+}
+
+template <int N>
+void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const char* act,
+               size_t act_stride, float* dst, size_t dst_stride) {
+  __m512 acc[N];
+  const BlockQ8KX* cols[N];
+  for (int c = 0; c < N; ++c) {
+    acc[c] = _mm512_setzero_ps();
+    cols[c] = reinterpret_cast<const BlockQ8KX*>(act + size_t(c) * act_stride);
+  }
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* mb = meta + b * 256;
+    const Q4KScales s = decode_q4_K(mb + 64);
+    __m512i isum[N];
+    for (int c = 0; c < N; ++c) isum[c] = _mm512_setzero_si512();
+    for (int i = 0; i < 4; ++i) {
+      __m512i lo[8], hi[8];
+      for (int w = 0; w < 8; ++w) {
+        const __m512i raw = _mm512_loadu_si512(quants + b * 2048 + i * 512 + w * 64);
+        lo[w] = _mm512_and_si512(raw, low);
+        hi[w] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+      }
+      for (int c = 0; c < N; ++c) {
+        const auto* q = reinterpret_cast<const int32_t*>(cols[c][b].qs + 64 * i);
+        const __m512i sa = dp_words(_mm512_setzero_si512(), lo, q);
+        const __m512i sb = dp_words(_mm512_setzero_si512(), hi, q + 8);
+        isum[c] = _mm512_add_epi32(isum[c], _mm512_add_epi32(_mm512_mullo_epi32(sa, s.sc[2 * i]),
+                                                             _mm512_mullo_epi32(sb, s.sc[2 * i + 1])));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb + 32)));
+    for (int c = 0; c < N; ++c) {
+      const BlockQ8KX& a = cols[c][b];
+      __m512i imin = _mm512_setzero_si512();
+      for (int j = 0; j < 4; ++j) imin = _mm512_dpwssd_epi32(imin, s.m[j], _mm512_set1_epi32(a.sums32[j]));
+      const __m512 da = _mm512_set1_ps(a.d);
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
+      acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, da), acc[c]);
+    }
+  }
+  for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, acc[c]);
+}
+
+template <int N>
+void q4_K_tail(const uint8_t* quants, const uint8_t* meta, int64_t nb, const char* act,
+               size_t act_stride, int64_t left, float* dst, size_t dst_stride) {
+  if constexpr (N > 0) {
+    if (left == N) return tile_q4_K<N>(quants, meta, nb, act, act_stride, dst, dst_stride);
+    q4_K_tail<N - 1>(quants, meta, nb, act, act_stride, left, dst, dst_stride);
+  }
+}
+
+void gemm_q4_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+               float* dst, size_t dst_stride) {
+  const auto* quants = static_cast<const uint8_t*>(w);
+  const uint8_t* meta = quants + nb * 2048;
+  const auto* a = static_cast<const char*>(act);
+  int64_t c = 0;
+  for (; c + kMaxCols <= n_cols; c += kMaxCols) {
+    tile_q4_K<kMaxCols>(quants, meta, nb, a + c * act_stride, act_stride, dst + c * dst_stride,
+                        dst_stride);
+  }
+  q4_K_tail<kMaxCols - 1>(quants, meta, nb, a + c * act_stride, act_stride, n_cols - c,
+                          dst + c * dst_stride, dst_stride);
+}
+
 // F16: per element e, the 16 rows' halves convert with one instruction and meet each
 // column's x[e] (a broadcast) in one fmadd; even and odd elements go to two accumulators
 // per column (the contract's two chains); 12 columns per tile.
@@ -185,6 +318,8 @@ const GemmKernels kGemmKernels = {
     .gemm_q4_0_x16 = gemm<256, true>,
     .gemm_q8_0_x16 = gemm<512, false>,
     .gemm_f16_x16 = gemm_f16,
+    .quantize_q8kx = quantize_q8kx,
+    .gemm_q4_K_x16 = gemm_q4_K,
 };
 
 }  // namespace tessera::cpu::avx512
