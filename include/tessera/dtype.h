@@ -48,6 +48,7 @@ enum class DType : uint32_t {
   Q8_0_X16 = 65,
   F16_X16 = 66,
   Q4_K_X16 = 67,
+  Q6_K_X16 = 68,
 };
 
 /// Converts n elements of a row (n a multiple of the block size) to float.

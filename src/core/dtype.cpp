@@ -43,7 +43,7 @@ struct Entry {
 // Block sizes and byte sizes are the GGUF layouts (QK_K = 256 for the k-quants).
 // Quantized types convert through the reference code of src/quant; the IQ and TQ
 // families have no conversion yet, so the loader refuses such tensors with a message.
-constexpr uint32_t kMaxId = 68;
+constexpr uint32_t kMaxId = 69;
 constexpr uint32_t kFirstInternalId = 64;
 constexpr Entry kEntries[] = {
     {0, {"f32", 1, 4, false, f32_to_float, f32_from_float}},
@@ -82,6 +82,7 @@ constexpr Entry kEntries[] = {
     {65, {"q8_0_x16", 32, 34, true, nullptr, nullptr, 16}},
     {66, {"f16_x16", 1, 2, false, nullptr, nullptr, 16}},
     {67, {"q4_K_x16", 256, 144, true, nullptr, nullptr, 16}},
+    {68, {"q6_K_x16", 256, 210, true, nullptr, nullptr, 16}},
 };
 
 struct Table {

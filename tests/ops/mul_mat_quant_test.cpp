@@ -192,6 +192,7 @@ const QuantMulMatCase kX16Cases[] = {
     {DType::Q4_0, 160, 16, 70},  // more columns than one kernel tile, odd tail
     {DType::Q4_K, 256, 16, 5},   {DType::Q4_K, 2048, 32, 1}, {DType::Q4_K, 512, 16, 19},
     {DType::Q4_K, 256, 16, 3, 1, 1, 1, 1, kT},
+    {DType::Q6_K, 256, 16, 5},   {DType::Q6_K, 2048, 32, 1}, {DType::Q6_K, 768, 16, 11},
 };
 
 class MulMatX16Test : public ::testing::TestWithParam<QuantMulMatCase> {};

@@ -8,6 +8,7 @@
 //   quantized: acc = 0; for each block b in order: acc = fma(float(bias_b + sum_i w_i q_i), dw_b * da_b, acc)
 //   Q4_K:      acc = 0; per super-block b: acc = fma(float(sum_s sc_s dot_s), d_b * da_b, acc);
 //              acc = fma(-float(sum_s m_s asum_s), dmin_b * da_b, acc)
+//   Q6_K:      acc = 0; per super-block b: acc = fma(float(sum_s sc_s (dot_s - 32 asum_s)), d_b * da_b, acc)
 //   F16:       acc[0] = acc[1] = 0; for each element e in order: acc[e % 2] = fma(float(w_e), x_e, acc[e % 2]);
 //              result acc[0] + acc[1] (two chains, so one column is not bound by the fma latency)
 // with the integer sums exact, so every level, every tile width and every thread count
@@ -46,6 +47,7 @@ struct GemmKernels {
   GemmF16X16Fn gemm_f16_x16;
   QuantizeKX16Fn quantize_q8kx;
   GemmX16Fn gemm_q4_K_x16;
+  GemmX16Fn gemm_q6_K_x16;
 };
 
 /// The GEMM for a quantized _X16 type in table k.

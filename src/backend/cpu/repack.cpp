@@ -10,6 +10,7 @@ namespace {
 
 using quant::BlockQ4_0;
 using quant::BlockQ4_K;
+using quant::BlockQ6_K;
 using quant::BlockQ8_0;
 
 // One group of 16 rows: rows[r] points at row r's blocks.
@@ -61,6 +62,21 @@ void repack_group_q4_K(const BlockQ4_K* const* rows, int64_t nb, uint8_t* dst) {
   }
 }
 
+void repack_group_q6_K(const BlockQ6_K* const* rows, int64_t nb, uint8_t* dst) {
+  uint8_t* quants = dst;
+  uint8_t* meta = dst + nb * 3072;
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int r = 0; r < kGroupRows; ++r) {
+      for (int w = 0; w < 32; ++w) std::memcpy(quants + b * 3072 + w * 64 + r * 4, rows[r][b].ql + 4 * w, 4);
+      for (int w = 0; w < 16; ++w) {
+        std::memcpy(quants + b * 3072 + 2048 + w * 64 + r * 4, rows[r][b].qh + 4 * w, 4);
+      }
+      for (int s = 0; s < 16; ++s) meta[b * 288 + s * 16 + r] = uint8_t(rows[r][b].scales[s]);
+      std::memcpy(meta + b * 288 + 256 + r * 2, &rows[r][b].d, 2);
+    }
+  }
+}
+
 void repack_group_f16(const uint16_t* const* rows, int64_t row_len, uint8_t* dst) {
   auto* out = reinterpret_cast<uint16_t*>(dst);
   for (int64_t e = 0; e < row_len; ++e) {
@@ -94,6 +110,8 @@ DType repacked_type(DType t) {
       return DType::F16_X16;
     case DType::Q4_K:
       return DType::Q4_K_X16;
+    case DType::Q6_K:
+      return DType::Q6_K_X16;
     default:
       return t;
   }
@@ -121,9 +139,13 @@ void repack_rows(DType type, const void* src, void* dst, int64_t n_rows, int64_t
     }
     return;
   }
-  if (type == DType::Q4_K) {
+  if (type == DType::Q4_K || type == DType::Q6_K) {
     TESSERA_CHECK(row_len % 256 == 0);
-    repack_all<BlockQ4_K, 256>(src, dst, n_rows, row_len, repack_group_q4_K);
+    if (type == DType::Q4_K) {
+      repack_all<BlockQ4_K, 256>(src, dst, n_rows, row_len, repack_group_q4_K);
+    } else {
+      repack_all<BlockQ6_K, 256>(src, dst, n_rows, row_len, repack_group_q6_K);
+    }
     return;
   }
   TESSERA_CHECK(row_len % 32 == 0);

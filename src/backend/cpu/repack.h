@@ -20,6 +20,9 @@
 // 16 rows x 4 bytes (low nibbles are sub-block 2i, high nibbles 2i + 1); then, after all
 // quants: per super-block d[16], dmin[16] (fp16) and the 12 packed scale bytes as three
 // words x 16 rows (word j of row r = scales[4j..4j+3]), decoded in registers.
+// Q6_K_X16 per super-block: quants, 3072 bytes: the 128 ql bytes as 32 words x 16 rows,
+// then the 64 qh bytes as 16 words x 16 rows; after all quants, per super-block the
+// int8 scales [16 sub-blocks][16 rows] and d[16] (fp16).
 // F16_X16 is simpler: for each column e of the group, the 16 rows' halves (32 bytes), so
 // one load and one conversion give element e of all 16 rows as floats.
 // A group is as many bytes as its 16 rows in the file layout, so tensor strides and
@@ -50,8 +53,9 @@ struct BlockQ8KX {
   int8_t qs[256];
   float d;
   int32_t sums32[4];  // sub-blocks 2j (low half) and 2j + 1 (high half), int16 each
+  int32_t sums16[8];  // the same for 16-element sub-blocks (Q8_K's bsums 2j, 2j + 1)
 };
-static_assert(sizeof(BlockQ8KX) == 276);
+static_assert(sizeof(BlockQ8KX) == 308);
 
 /// The repacked type of a file type, or `t` itself when it has none.
 DType repacked_type(DType t);

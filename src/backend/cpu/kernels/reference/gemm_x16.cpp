@@ -80,6 +80,9 @@ void quantize_q8kx(const float* x, void* vy, int64_t n) {
       const int32_t hi = q.bsums[4 * j + 2] + q.bsums[4 * j + 3];
       y[b].sums32[j] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
     }
+    for (int j = 0; j < 8; ++j) {
+      y[b].sums16[j] = int32_t(uint32_t(uint16_t(q.bsums[2 * j])) | (uint32_t(uint16_t(q.bsums[2 * j + 1])) << 16));
+    }
   }
 }
 
@@ -128,6 +131,41 @@ void gemm_q4_K(const void* w, int64_t nb, const void* act, size_t act_stride, in
   }
 }
 
+// Quant (0..63) of element e of row r in a Q6_K_X16 super-block.
+int32_t q6_K_quant(const uint8_t* sb, int r, int e) {
+  const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+  const int ql_byte = 64 * h + 32 * (k & 1) + l;
+  const int qh_byte = 32 * h + l;
+  const uint8_t ql = sb[(ql_byte / 4) * 64 + r * 4 + ql_byte % 4];
+  const uint8_t qh = sb[2048 + (qh_byte / 4) * 64 + r * 4 + qh_byte % 4];
+  return ((k < 2 ? ql & 0x0F : ql >> 4)) | (((qh >> (2 * k)) & 3) << 4);
+}
+
+void gemm_q6_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+               float* dst, size_t dst_stride) {
+  const auto* quants = static_cast<const uint8_t*>(w);
+  const uint8_t* meta = quants + nb * 3072;
+  for (int64_t c = 0; c < n_cols; ++c) {
+    const auto* a = reinterpret_cast<const BlockQ8KX*>(static_cast<const char*>(act) + c * act_stride);
+    for (int r = 0; r < kGroupRows; ++r) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t isum = 0;
+        for (int s = 0; s < 16; ++s) {
+          const int32_t sc = int8_t(meta[b * 288 + s * 16 + r]);
+          int32_t dot = 0;
+          for (int e = 16 * s; e < 16 * s + 16; ++e) dot += (q6_K_quant(quants + b * 3072, r, e) - 32) * a[b].qs[e];
+          isum += sc * dot;
+        }
+        uint16_t d;
+        std::memcpy(&d, meta + b * 288 + 256 + r * 2, 2);
+        acc = std::fma(float(isum), f16_to_f32(d) * a[b].d, acc);
+      }
+      dst[size_t(c) * dst_stride + size_t(r)] = acc;
+    }
+  }
+}
+
 void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
               float* dst, size_t dst_stride) {
   const auto* h = static_cast<const uint16_t*>(w);
@@ -153,6 +191,7 @@ const GemmKernels kGemmKernels = {
     .gemm_f16_x16 = gemm_f16,
     .quantize_q8kx = quantize_q8kx,
     .gemm_q4_K_x16 = gemm_q4_K,
+    .gemm_q6_K_x16 = gemm_q6_K,
 };
 
 }  // namespace tessera::cpu::reference

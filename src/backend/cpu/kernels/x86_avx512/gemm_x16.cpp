@@ -144,6 +144,9 @@ void quantize_q8kx(const float* x, void* vy, int64_t n) {
       const int32_t hi = q.bsums[4 * j + 2] + q.bsums[4 * j + 3];
       y[b].sums32[j] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
     }
+    for (int j = 0; j < 8; ++j) {
+      y[b].sums16[j] = int32_t(uint32_t(uint16_t(q.bsums[2 * j])) | (uint32_t(uint16_t(q.bsums[2 * j + 1])) << 16));
+    }
   }
 }
 
@@ -257,6 +260,113 @@ void gemm_q4_K(const void* w, int64_t nb, const void* act, size_t act_stride, in
                           dst + c * dst_stride, dst_stride);
 }
 
+// ---- Q6_K -----------------------------------------------------------------------------
+// Per quarter (32 elements, two 16-element sub-blocks) of each half, the 6-bit quants
+// are assembled from the ql and qh words once per tile; each column's two sub-block
+// sums are scaled (vpmulld) into one integer sum, and the -32 offset comes back as
+// 32 * sum_s sc_s asum_s through vpdpwssd over int16 pairs.
+
+struct Q6KScales {
+  __m512i sc[16];    // sub-block scales, one int32 per row
+  __m512i pairs[8];  // scales of sub-blocks 2j, 2j + 1 as int16 pairs
+};
+
+inline void decode_q6_K(const uint8_t* meta, Q6KScales& s) {
+  const __m512i low16 = _mm512_set1_epi32(0xFFFF);
+  for (int j = 0; j < 16; ++j) {
+    s.sc[j] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + 16 * j)));
+  }
+  for (int j = 0; j < 8; ++j) {
+    s.pairs[j] = _mm512_or_si512(_mm512_and_si512(s.sc[2 * j], low16), _mm512_slli_epi32(s.sc[2 * j + 1], 16));
+  }
+}
+
+// The 8 weight words of quarter k of half h: (low or high nibble of ql) | (2 qh bits) << 4.
+inline void load_q6_K_quarter(const uint8_t* sb, int h, int k, __m512i (&op)[8]) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const __m512i bits45 = _mm512_set1_epi8(0x30);
+  for (int w = 0; w < 8; ++w) {
+    __m512i x = _mm512_loadu_si512(sb + (16 * h + 8 * (k & 1) + w) * 64);
+    const __m512i hb = _mm512_loadu_si512(sb + 2048 + (8 * h + w) * 64);
+    if (k >= 2) x = _mm512_srli_epi16(x, 4);
+    __m512i hs = hb;
+    if (k == 0) hs = _mm512_slli_epi16(hb, 4);
+    if (k == 1) hs = _mm512_slli_epi16(hb, 2);
+    if (k == 3) hs = _mm512_srli_epi16(hb, 2);
+    op[w] = _mm512_or_si512(_mm512_and_si512(x, low), _mm512_and_si512(hs, bits45));
+  }
+}
+
+inline __m512i dp4(const __m512i* w, const int32_t* words) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int i = 0; i < 4; ++i) acc = dp(acc, w[i], words + i);
+  return acc;
+}
+
+template <int N>
+void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const char* act,
+               size_t act_stride, float* dst, size_t dst_stride) {
+  __m512 acc[N];
+  const BlockQ8KX* cols[N];
+  for (int c = 0; c < N; ++c) {
+    acc[c] = _mm512_setzero_ps();
+    cols[c] = reinterpret_cast<const BlockQ8KX*>(act + size_t(c) * act_stride);
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* sb = quants + b * 3072;
+    Q6KScales s;
+    decode_q6_K(meta + b * 288, s);
+    __m512i isum[N];
+    for (int c = 0; c < N; ++c) isum[c] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h) {
+      for (int k = 0; k < 4; ++k) {
+        __m512i op[8];
+        load_q6_K_quarter(sb, h, k, op);
+        const __m512i sa = s.sc[8 * h + 2 * k];
+        const __m512i sb2 = s.sc[8 * h + 2 * k + 1];
+        for (int c = 0; c < N; ++c) {
+          const auto* q = reinterpret_cast<const int32_t*>(cols[c][b].qs) + 32 * h + 8 * k;
+          isum[c] = _mm512_add_epi32(isum[c], _mm512_add_epi32(_mm512_mullo_epi32(dp4(op, q), sa),
+                                                               _mm512_mullo_epi32(dp4(op + 4, q + 4), sb2)));
+        }
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(meta + b * 288 + 256)));
+    for (int c = 0; c < N; ++c) {
+      const BlockQ8KX& a = cols[c][b];
+      __m512i offset = _mm512_setzero_si512();
+      for (int j = 0; j < 8; ++j) offset = _mm512_dpwssd_epi32(offset, s.pairs[j], _mm512_set1_epi32(a.sums16[j]));
+      const __m512i total = _mm512_sub_epi32(isum[c], _mm512_slli_epi32(offset, 5));
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc[c]);
+    }
+  }
+  for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, acc[c]);
+}
+
+template <int N>
+void q6_K_tail(const uint8_t* quants, const uint8_t* meta, int64_t nb, const char* act,
+               size_t act_stride, int64_t left, float* dst, size_t dst_stride) {
+  if constexpr (N > 0) {
+    if (left == N) return tile_q6_K<N>(quants, meta, nb, act, act_stride, dst, dst_stride);
+    q6_K_tail<N - 1>(quants, meta, nb, act, act_stride, left, dst, dst_stride);
+  }
+}
+
+void gemm_q6_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+               float* dst, size_t dst_stride) {
+  const auto* quants = static_cast<const uint8_t*>(w);
+  const uint8_t* meta = quants + nb * 3072;
+  const auto* a = static_cast<const char*>(act);
+  int64_t c = 0;
+  for (; c + kMaxCols <= n_cols; c += kMaxCols) {
+    tile_q6_K<kMaxCols>(quants, meta, nb, a + c * act_stride, act_stride, dst + c * dst_stride,
+                        dst_stride);
+  }
+  q6_K_tail<kMaxCols - 1>(quants, meta, nb, a + c * act_stride, act_stride, n_cols - c,
+                          dst + c * dst_stride, dst_stride);
+}
+
 // F16: per element e, the 16 rows' halves convert with one instruction and meet each
 // column's x[e] (a broadcast) in one fmadd; even and odd elements go to two accumulators
 // per column (the contract's two chains); 12 columns per tile.
@@ -320,6 +430,7 @@ const GemmKernels kGemmKernels = {
     .gemm_f16_x16 = gemm_f16,
     .quantize_q8kx = quantize_q8kx,
     .gemm_q4_K_x16 = gemm_q4_K,
+    .gemm_q6_K_x16 = gemm_q6_K,
 };
 
 }  // namespace tessera::cpu::avx512
