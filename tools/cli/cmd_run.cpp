@@ -1,11 +1,15 @@
-// `tessera run`: generate text from a prompt, printed as it is produced.
+// `tessera run`: generate text from a prompt, printed as it is produced; the sampler
+// chain and an optional grammar (GBNF text, file, or the built-in JSON grammar).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "commands.h"
 #include "tessera/context.h"
+#include "tessera/grammar.h"
 #include "tessera/model.h"
 #include "tessera/sampler.h"
 #include "tessera/tokenizer.h"
@@ -21,6 +25,11 @@ struct RunOptions {
   int64_t ctx = 0;
   int64_t batch = 512;
   SamplerParams sampling;
+  std::vector<std::string> logit_bias;  // "ID+BIAS" / "ID-BIAS"
+  std::string grammar_text;
+  bool has_grammar_text = false;  // --grammar given (even empty: an error then)
+  std::string grammar_file;
+  bool json = false;
   bool print_ids = false;
 };
 
@@ -29,7 +38,48 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+/// The grammar the options ask for, or nullptr for none.
+Result<std::shared_ptr<const Grammar>> load_grammar(const RunOptions& o) {
+  if (o.json) return Grammar::parse(Grammar::builtin("json"), "json.gbnf");
+  if (o.has_grammar_text) return Grammar::parse(o.grammar_text, "--grammar");
+  if (o.grammar_file.empty()) return std::shared_ptr<const Grammar>();
+  std::ifstream in(o.grammar_file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return Status::error(o.grammar_file + ": cannot read the grammar file");
+  return Grammar::parse(text.str(), o.grammar_file);
+}
+
+/// The sampler parameters of the options, logit biases included.
+Result<SamplerParams> sampler_params(const RunOptions& o) {
+  SamplerParams params = o.sampling;
+  for (const std::string& text : o.logit_bias) {
+    Result<LogitBias> bias = parse_logit_bias(text);
+    if (!bias) return bias.status();
+    params.logit_bias.push_back(*bias);
+  }
+  return params;
+}
+
+int64_t context_size(const RunOptions& o, const Model& model, size_t n_prompt) {
+  if (o.ctx != 0) return o.ctx;
+  // The model's context (at most 4096), grown to hold this prompt and continuation.
+  const int64_t needed = int64_t(n_prompt) + o.n_predict;
+  if (needed > model.info().n_ctx_train) {
+    std::fprintf(stderr,
+                 "tessera: warning: %lld tokens exceed the model's training context of %lld\n",
+                 static_cast<long long>(needed), static_cast<long long>(model.info().n_ctx_train));
+  }
+  return std::max(std::min<int64_t>(model.info().n_ctx_train, 4096), needed);
+}
+
 int run_generate(const RunOptions& o) {
+  // The flags and the grammar first: their errors should not wait for the model.
+  Result<SamplerParams> params = sampler_params(o);
+  if (!params) return fail(params.status().message());
+  Result<std::shared_ptr<const Grammar>> grammar = load_grammar(o);
+  if (!grammar) return fail(grammar.status().message());
+
   Result<std::unique_ptr<Model>> model = Model::load(o.model);
   if (!model) return fail(model.status().message());
   const Tokenizer* tok = (*model)->tokenizer();
@@ -39,16 +89,7 @@ int run_generate(const RunOptions& o) {
 
   ContextParams cp;
   cp.n_threads = o.threads;
-  cp.n_ctx = o.ctx;
-  if (cp.n_ctx == 0) {
-    // The model's context (at most 4096), grown to hold this prompt and continuation.
-    const int64_t needed = int64_t(prompt.size()) + o.n_predict;
-    cp.n_ctx = std::max(std::min<int64_t>((*model)->info().n_ctx_train, 4096), needed);
-    if (needed > (*model)->info().n_ctx_train) {
-      std::fprintf(stderr, "tessera: warning: %lld tokens exceed the model's training context of %lld\n",
-                   static_cast<long long>(needed), static_cast<long long>((*model)->info().n_ctx_train));
-    }
-  }
+  cp.n_ctx = context_size(o, **model, prompt.size());
   cp.n_batch = o.batch;
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
@@ -58,6 +99,11 @@ int run_generate(const RunOptions& o) {
     return fail("run: the prompt has " + std::to_string(prompt.size()) +
                 " tokens, more than the context of " + std::to_string(c.n_ctx()));
   }
+  Result<SamplerChain> sampler =
+      SamplerChain::create(*params, static_cast<int32_t>(c.n_vocab()),
+                           *grammar ? make_grammar_step(*grammar, *tok) : nullptr);
+  if (!sampler) return fail(sampler.status().message());
+  sampler->accept_prompt(prompt);
 
   if (!o.print_ids) std::printf("%s", o.prompt.c_str());
   std::fflush(stdout);
@@ -65,21 +111,23 @@ int run_generate(const RunOptions& o) {
   if (Status s = c.decode(prompt); !s) return fail(s.message());
   const double prompt_s = seconds_since(t_prompt);
 
-  Sampler sampler(o.sampling);
   StreamDecoder stream(*tok);  // holds back characters split across tokens
   const auto t_gen = Clock::now();
   int generated = 0;
-  for (; generated < o.n_predict && generated < budget; ++generated) {
-    const TokenId next = sampler.sample(c.logits());
-    if (tok->is_eog(next)) break;
+  while (generated < o.n_predict && generated < budget && !sampler->done()) {
+    Result<TokenId> next = sampler->sample(c.logits());
+    if (!next) return fail(next.status().message());
+    if (tok->is_eog(*next)) break;
+    if (Status s = sampler->accept(*next); !s) return fail(s.message());
+    ++generated;
     if (o.print_ids) {
-      std::printf("%s%d", generated ? " " : "", next);
+      std::printf("%s%d", generated > 1 ? " " : "", *next);
     } else {
-      std::printf("%s", stream.push(next).c_str());
+      std::printf("%s", stream.push(*next).c_str());
     }
     std::fflush(stdout);
-    const TokenId one[] = {next};
-    if (generated + 1 < o.n_predict) {
+    const TokenId one[] = {*next};
+    if (generated < o.n_predict && !sampler->done()) {
       if (Status s = c.decode(one); !s) return fail(s.message());
     }
   }
@@ -87,32 +135,105 @@ int run_generate(const RunOptions& o) {
   if (!o.print_ids) std::printf("%s", stream.flush().c_str());
   std::printf("\n");
   std::fflush(stdout);
-  std::fprintf(stderr, "tessera: prompt %zu tokens in %.3f s (%.1f tok/s); generated %d tokens in %.3f s (%.1f tok/s)\n",
+  std::fprintf(stderr,
+               "tessera: prompt %zu tokens in %.3f s (%.1f tok/s); generated %d tokens in %.3f s "
+               "(%.1f tok/s)\n",
                prompt.size(), prompt_s, double(prompt.size()) / prompt_s, generated, gen_s,
                gen_s > 0 ? generated / gen_s : 0.0);
   return 0;
+}
+
+void add_sampling_options(CLI::App* cmd, RunOptions& o) {
+  SamplerParams& s = o.sampling;
+  const auto range = [](double lo, double hi) { return CLI::Range(lo, hi); };
+  cmd->add_option("--temp", s.temperature, "temperature; 0 = greedy")
+      ->check(range(0, 100))
+      ->capture_default_str();
+  cmd->add_option("--top-k", s.top_k, "keep the k most likely tokens (0 = all)")
+      ->check(CLI::Range(0, 1 << 24))
+      ->capture_default_str();
+  cmd->add_option("--top-p", s.top_p,
+                  "keep the smallest set of tokens with this probability mass (1 = off)")
+      ->check(range(0, 1))
+      ->capture_default_str();
+  cmd->add_option("--min-p", s.min_p,
+                  "drop tokens less likely than this times the most likely one (0 = off)")
+      ->check(range(0, 1))
+      ->capture_default_str();
+  cmd->add_option("--typical", s.typical_p, "locally typical sampling with this mass (1 = off)")
+      ->check(range(0, 1))
+      ->capture_default_str();
+  cmd->add_option("--tfs", s.tfs_z, "tail-free sampling with this z (1 = off)")
+      ->check(range(0, 1))
+      ->capture_default_str();
+  cmd->add_option(
+         "--repeat-penalty", s.repeat_penalty,
+         "divide positive logits of recent tokens by this, multiply negative ones (1 = off)")
+      ->check(range(0.01, 100))
+      ->capture_default_str();
+  cmd->add_option("--repeat-last-n", s.repeat_last_n,
+                  "recent tokens (prompt included) the penalties see (0 = none, -1 = all)")
+      ->check(CLI::Range(-1, 1 << 24))
+      ->capture_default_str();
+  cmd->add_option("--frequency-penalty", s.frequency_penalty,
+                  "subtract this times its count from a recent token's logit")
+      ->check(range(-100, 100))
+      ->capture_default_str();
+  cmd->add_option("--presence-penalty", s.presence_penalty,
+                  "subtract this from the logit of every recent token")
+      ->check(range(-100, 100))
+      ->capture_default_str();
+  cmd->add_option("--mirostat", s.mirostat,
+                  "mirostat version: 0 = off, 1 or 2 (replaces top-k/tfs/typical/top-p/min-p)")
+      ->check(CLI::IsMember({0, 1, 2}))
+      ->capture_default_str();
+  cmd->add_option("--mirostat-lr", s.mirostat_eta, "mirostat learning rate (eta)")
+      ->check(range(0, 10))
+      ->capture_default_str();
+  cmd->add_option("--mirostat-ent", s.mirostat_tau, "mirostat target entropy (tau, bits per token)")
+      ->check(range(0, 100))
+      ->capture_default_str();
+  cmd->add_option(
+         "--logit-bias", o.logit_bias,
+         "add BIAS to a token's logit: ID+BIAS or ID-BIAS (2-inf forbids token 2); repeatable")
+      ->take_all()
+      ->expected(1);
+  cmd->add_option("--seed", s.seed, "seed of the random draw")->capture_default_str();
 }
 
 }  // namespace
 
 Command add_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, printed as it is produced");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Generate text from a prompt, printed as it is produced");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
   cmd->add_option("-p,--prompt", o->prompt, "prompt text")->required();
-  cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate (stops early at end of text)")
+  cmd->add_option("-n,--n-predict", o->n_predict,
+                  "tokens to generate (stops early at end of text or when the grammar is complete)")
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
-  cmd->add_option("-c,--ctx-size", o->ctx, "context size in tokens (0: the model's, at most 4096, grown to fit prompt + n-predict)")
+  cmd->add_option(
+         "-c,--ctx-size", o->ctx,
+         "context size in tokens (0: the model's, at most 4096, grown to fit prompt + n-predict)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
-  cmd->add_option("-b,--batch", o->batch, "prompt tokens per forward pass")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")->check(CLI::Range(0.0, 100.0));
-  cmd->add_option("--top-k", o->sampling.top_k, "keep the k most likely tokens (0 = all)")->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("--top-p", o->sampling.top_p, "keep the smallest set of tokens with this probability mass")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--seed", o->sampling.seed, "random seed for sampling");
+  cmd->add_option("-b,--batch", o->batch, "prompt tokens per forward pass")
+      ->check(CLI::Range(1, 1 << 20));
+  add_sampling_options(cmd, *o);
+  CLI::Option* text = cmd->add_option("--grammar", o->grammar_text,
+                                      "constrain the output to this GBNF grammar (text)");
+  CLI::Option* file = cmd->add_option("--grammar-file", o->grammar_file,
+                                      "constrain the output to the GBNF grammar in FILE")
+                          ->check(CLI::ExistingFile);
+  CLI::Option* json = cmd->add_flag(
+      "--json", o->json, "constrain the output to JSON (the built-in grammars/json.gbnf)");
+  text->excludes(file)->excludes(json);
+  file->excludes(json);
   cmd->add_flag("--ids", o->print_ids, "print the generated token ids instead of text");
-  return {cmd, [o] { return run_generate(*o); }};
+  return {cmd, [o, text] {
+            o->has_grammar_text = text->count() > 0;
+            return run_generate(*o);
+          }};
 }
 
 }  // namespace tessera::cli
