@@ -1,0 +1,99 @@
+// Microbenchmark of the GEMM kernels over repacked weights (backend/cpu/gemm_kernels.h),
+// one thread, data in cache: 8 groups of 16 rows x k = 2048 (k = 2048 elements) against
+// n activation columns (1 = decode, 64 = prompt). The counter GMAC/s is
+// 16 * 8 * 2048 * n multiply-adds per run; compare with the machine's peak (vpdpbusd
+// zmm: 64 MACs per instruction, FMA zmm: 16).
+//   build/tessera_bench_kernels --benchmark_filter=gemm_x16
+// Weights are random bytes with fp16 scales of 1: speed does not depend on the values.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/gemm_kernels.h"
+#include "backend/cpu/repack.h"
+#include "quant/blocks.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr int64_t kK = 2048;
+constexpr int64_t kRows = 8 * kGroupRows;
+
+struct Case {
+  DType type;
+  size_t block_bytes;    // file bytes per block
+  int64_t block_elems;   // elements per block
+  size_t scale_offset;   // offset of the block's fp16 d (set to 1.0)
+};
+
+const Case kCases[] = {
+    {DType::Q4_0, sizeof(quant::BlockQ4_0), 32, offsetof(quant::BlockQ4_0, d)},
+    {DType::Q8_0, sizeof(quant::BlockQ8_0), 32, offsetof(quant::BlockQ8_0, d)},
+    {DType::Q4_K, sizeof(quant::BlockQ4_K), 256, offsetof(quant::BlockQ4_K, d)},
+    {DType::Q6_K, sizeof(quant::BlockQ6_K), 256, offsetof(quant::BlockQ6_K, d)},
+    {DType::F16, 2, 1, 0},
+};
+
+void run(benchmark::State& state, const Case& c, const GemmKernels& g) {
+  const int64_t n_cols = state.range(0);
+  const int64_t nb = kK / c.block_elems;
+  std::mt19937 rng(1);
+  std::vector<uint8_t> w(size_t(kRows * nb) * c.block_bytes);
+  for (uint8_t& b : w) b = uint8_t(rng());
+  for (int64_t i = 0; i < kRows * nb; ++i) {  // fp16 1.0 (F16: every element)
+    w[size_t(i) * c.block_bytes + c.scale_offset] = 0x00;
+    w[size_t(i) * c.block_bytes + c.scale_offset + 1] = 0x3c;
+  }
+  std::vector<uint8_t> packed(w.size());
+  repack_rows(c.type, w.data(), packed.data(), kRows, kK);
+  std::vector<float> x(size_t(n_cols * kK));
+  for (float& v : x) v = float(rng() % 2001) / 1000.0f - 1.0f;
+  const bool k_quant = c.block_elems == 256;
+  const size_t act_row = c.type == DType::F16 ? size_t(kK) * 4
+                         : k_quant           ? size_t(nb) * sizeof(BlockQ8KX)
+                                             : size_t(nb) * sizeof(BlockQ8X);
+  std::vector<uint8_t> act(act_row * size_t(n_cols));
+  for (int64_t col = 0; col < n_cols; ++col) {
+    if (k_quant) {
+      g.quantize_q8kx(x.data() + col * kK, act.data() + col * act_row, kK);
+    } else if (c.type != DType::F16) {
+      g.quantize_q8x(x.data() + col * kK, act.data() + col * act_row, kK, x16_zero_point(repacked_type(c.type)));
+    }
+  }
+  std::vector<float> out(size_t(kRows * n_cols));
+  const size_t group_bytes = size_t(kGroupRows * nb) * c.block_bytes;
+  for (auto _ : state) {
+    for (int64_t grp = 0; grp < kRows / kGroupRows; ++grp) {
+      float* dst = out.data() + grp * kGroupRows;
+      const uint8_t* wg = packed.data() + size_t(grp) * group_bytes;
+      if (c.type == DType::F16) {
+        g.gemm_f16_x16(wg, kK, x.data(), size_t(kK), n_cols, dst, size_t(kRows));
+      } else {
+        gemm_x16(g, repacked_type(c.type))(wg, nb, act.data(), act_row, n_cols, dst, size_t(kRows));
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GMAC/s"] = benchmark::Counter(double(kRows * kK * n_cols) * 1e-9 * double(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+}
+
+[[maybe_unused]] const bool kRegistered = [] {
+  for (Isa isa : {Isa::Reference, Isa::Avx512}) {
+    const GemmKernels* g = gemm_kernels_for(isa);
+    if (g == nullptr) continue;
+    for (const Case& c : kCases) {
+      const std::string name = "gemm_x16/" + std::string(dtype_name(c.type)) + "/" + std::string(isa_name(isa));
+      benchmark::RegisterBenchmark(name.c_str(), [&c, g](benchmark::State& s) { run(s, c, *g); })
+          ->Arg(1)
+          ->Arg(64);
+    }
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace tessera::cpu
