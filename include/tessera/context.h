@@ -1,27 +1,39 @@
-// A context: the state of one conversation with a model (its KV cache and position)
-// and the machinery that evaluates tokens.
+// A context: the state of the conversations with a model (its KV cache, shared by up
+// to n_seq_max sequences) and the machinery that evaluates tokens.
+//
+// Two ways to decode:
+//  - decode(tokens): one conversation (sequence 0), tokens appended after n_past();
+//  - decode(batch): any tokens of any sequences at explicit positions, with per-token
+//    outputs (tessera/batch.h) — many sequences share each forward pass.
+// Sequence operations edit the cache between decodes: seq_rm, seq_cp (shares cells, no
+// copy), seq_keep, seq_add (moves positions; the cached keys are re-rotated), and
+// context_shift (keeps a prefix, drops half of the rest, shifts the remainder back).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "tessera/batch.h"
 #include "tessera/dtype.h"
 #include "tessera/model.h"
 #include "tessera/status.h"
 
 namespace tessera {
 
-using TokenId = int32_t;
 class ContextImpl;
 
 struct ContextParams {
-  int64_t n_ctx = 0;        // cache cells; 0 = the training context, at most 4096
-  int64_t n_batch = 512;    // tokens evaluated per forward pass
+  int64_t n_ctx = 0;        // cache cells (all sequences together); 0 = the training context, at most 4096
+  int64_t n_batch = 512;    // tokens evaluated per forward pass (larger batches are split)
   int n_threads = 2;        // CPU threads
   DType kv_type = DType::F16;  // F16 (as the reference engine) or F32
-  bool all_logits = false;  // keep the logits of every token, not only the last
+  bool all_logits = false;  // decode(tokens): keep the logits of every token, not only the last
+  int n_seq_max = 1;        // sequence ids 0 .. n_seq_max-1 (at most 64); each has a home
+                            // region of n_ctx / n_seq_max cells (a full one spills over)
+  bool embeddings = false;  // also keep the final hidden state (after the output norm) of output tokens
 };
 
 class Context {
@@ -30,20 +42,71 @@ class Context {
   static Result<std::unique_ptr<Context>> create(const Model& model, const ContextParams& params);
   ~Context();
 
-  /// Evaluates `tokens` at the next positions (n_past(), n_past()+1, ...), in batches of
-  /// n_batch. Errors: an id outside the vocabulary, or a full context.
+  /// Evaluates `tokens` at the next positions of sequence 0 (n_past(), n_past()+1, ...),
+  /// in forward passes of n_batch. Errors: an id outside the vocabulary, or a full context.
   Status decode(std::span<const TokenId> tokens);
+  /// Evaluates a batch (split into forward passes of n_batch). Errors, before anything is
+  /// evaluated: an empty batch, a token id outside the vocabulary, a negative position,
+  /// a sequence id outside [0, n_seq_max), a position not after the last one of its
+  /// sequence (in the cache or earlier in the batch), or too few free cells.
+  Status decode(const Batch& batch);
 
-  /// Logits [n_vocab] of the last token decoded.
+  /// Logits [n_vocab] of the last output token of the last decode.
   std::span<const float> logits() const;
-  /// With all_logits: logits of the i-th token of the last decode() call.
+  /// Logits of token i of the last decode (its batch index; for decode(tokens), the
+  /// i-th token, which has logits with all_logits, else only the last one has).
   std::span<const float> logits_at(int64_t i) const;
+  /// With ContextParams::embeddings: the final hidden state [n_embd] of token i of the
+  /// last decode (an output token, as for logits_at).
+  std::span<const float> embeddings_at(int64_t i) const;
 
+  /// Positions decoded in sequence 0 (its last position + 1; 0 when empty).
   int64_t n_past() const;
   int64_t n_ctx() const;
   int64_t n_vocab() const;
-  /// Forgets everything decoded so far.
+  int64_t n_embd() const;
+  int n_seq_max() const;
+  /// Cache cells in use (by any sequence).
+  int64_t n_cells_used() const;
+  /// Forgets everything decoded so far, in every sequence.
   void clear();
+
+  // Sequence operations. Positions are ranges [p0, p1): p0 < 0 means 0, p1 < 0 means
+  // "to the end". `seq` = -1 means every sequence where noted. Errors: ids out of range.
+  /// Removes positions [p0, p1) from `seq` (-1: from every sequence).
+  Status seq_rm(SeqId seq, Pos p0, Pos p1);
+  /// Makes positions [p0, p1) of `src` part of `dst` too; the cells are shared, not copied.
+  Status seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1);
+  /// Removes every sequence but `seq`.
+  Status seq_keep(SeqId seq);
+  /// Adds `delta` to positions [p0, p1) of `seq` (-1: every sequence); positions that
+  /// become negative are removed. The cached keys are rotated to their new positions
+  /// before the next decode. Error (nothing changed) when a moved cell is shared with
+  /// a sequence not being moved.
+  Status seq_add(SeqId seq, Pos p0, Pos p1, Pos delta);
+  /// Last (first) position of `seq`, -1 when it is empty.
+  Pos seq_pos_max(SeqId seq) const;
+  Pos seq_pos_min(SeqId seq) const;
+  /// The tokens of `seq`, in position order (the token history of that sequence).
+  std::vector<TokenId> seq_tokens(SeqId seq) const;
+
+  /// Context shift for long generations: keeps the first n_keep positions of `seq`
+  /// (which must hold positions 0 .. L-1), removes the next (L - n_keep) / 2 and moves
+  /// the rest back by that many, so that decoding can go on at position L - removed.
+  /// Returns the number of positions removed. Errors: n_keep outside [0, L - 1), or
+  /// shifted cells shared with another sequence.
+  Result<int64_t> context_shift(SeqId seq, int64_t n_keep);
+
+  /// Writes the context's state to `path`: the cache cells (positions, sequences,
+  /// tokens, keys and values), the outputs of the last decode, and `user_data` (an
+  /// opaque blob, e.g. a sampler's RNG state). Pending shifts are applied first.
+  Status save_state(const std::string& path, std::span<const uint8_t> user_data = {});
+  /// Replaces this context's state by the one saved in `path` and returns its user data.
+  /// The file must come from a model of the same shape, with the same cache type, and
+  /// fit this context's n_ctx / n_seq_max / embeddings setting. A bad file (magic,
+  /// version, truncation, mismatch) is refused with a message and leaves the context
+  /// as it was, except after a read error in the cache data, which clears it.
+  Result<std::vector<uint8_t>> load_state(const std::string& path);
 
  private:
   explicit Context(std::unique_ptr<ContextImpl> impl);

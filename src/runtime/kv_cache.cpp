@@ -1,19 +1,35 @@
 #include "runtime/kv_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
-namespace tessera {
+#include "core/check.h"
 
-Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx, DType type,
-                                                 Backend& backend) {
+namespace tessera {
+namespace {
+
+/// The sequences an operation on `seq` touches (all for seq < 0).
+SeqMask mask_of(SeqId seq) {
+  TESSERA_CHECK(seq < kMaxSeq);
+  return seq < 0 ? ~SeqMask{0} : seq_bit(seq);
+}
+
+bool in_range(Pos pos, Pos p0, Pos p1) { return pos >= std::max(p0, 0) && (p1 < 0 || pos < p1); }
+
+}  // namespace
+
+Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx, int n_seq,
+                                                 DType type, Backend& backend) {
   if (type != DType::F16 && type != DType::F32) {
     return Status::error("kv cache: type " + std::string(dtype_name(type)) +
                          " is not supported (use f16 or f32)");
   }
-  std::unique_ptr<KvCache> c(new KvCache());
+  if (n_ctx <= 0 || n_ctx > std::numeric_limits<int32_t>::max()) {
+    return Status::error("kv cache: " + std::to_string(n_ctx) + " cells is out of range");
+  }
+  std::unique_ptr<KvCache> c = cells_only(n_ctx, n_seq);
   c->type_ = type;
-  c->cell_pos_.assign(size_t(n_ctx), -1);
   const size_t align = backend.alignment();
   const size_t tensor_bytes = (dtype_row_size(type, h.n_embd_kv()) * size_t(n_ctx) + align - 1) /
                               align * align;
@@ -35,24 +51,55 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx
   return c;
 }
 
-Result<std::vector<int32_t>> KvCache::claim(std::span<const int32_t> positions) {
+std::unique_ptr<KvCache> KvCache::cells_only(int64_t n_ctx, int n_seq) {
+  TESSERA_CHECK(n_seq >= 1 && n_seq <= kMaxSeq);
+  std::unique_ptr<KvCache> c(new KvCache());
+  c->cells_.assign(size_t(n_ctx), KvCell{});
+  c->n_seq_ = n_seq;
+  return c;
+}
+
+int64_t KvCache::n_used() const {
+  return std::count_if(cells_.begin(), cells_.end(), [](const KvCell& c) { return !c.free(); });
+}
+
+Result<std::vector<int32_t>> KvCache::find_slots(std::span<const SeqMask> seqs) const {
+  const int64_t n = n_ctx();
+  std::vector<bool> taken(size_t(n), false);
+  std::vector<int64_t> cursor(size_t(n_seq_) + 1, -1);  // per region, then the whole cache
+  auto next_free = [&](size_t slot, int64_t begin, int64_t end) -> int64_t {
+    int64_t& j = cursor[slot];
+    if (j < begin) j = begin;
+    while (j < end && (!cells_[size_t(j)].free() || taken[size_t(j)])) ++j;
+    return j < end ? j : -1;
+  };
   std::vector<int32_t> cells;
-  cells.reserve(positions.size());
-  for (size_t j = 0; j < cell_pos_.size() && cells.size() < positions.size(); ++j) {
-    if (cell_pos_[j] < 0) cells.push_back(int32_t(j));
+  cells.reserve(seqs.size());
+  for (SeqMask m : seqs) {
+    TESSERA_CHECK(m != 0);
+    const int s = std::min(std::countr_zero(m), n_seq_ - 1);  // its lowest sequence id
+    int64_t j = next_free(size_t(s), n * s / n_seq_, n * (s + 1) / n_seq_);
+    if (j < 0) j = next_free(size_t(n_seq_), 0, n);
+    if (j < 0) {
+      return Status::error("kv cache: context full: " + std::to_string(seqs.size()) + " tokens need cells, " +
+                           std::to_string(cells.size()) + " of " + std::to_string(n) +
+                           " cells are free (remove sequences with seq_rm or shift the context)");
+    }
+    taken[size_t(j)] = true;
+    cells.push_back(int32_t(j));
   }
-  if (cells.size() < positions.size()) {
-    return Status::error("kv cache: full (" + std::to_string(n_ctx()) + " cells); " +
-                         std::to_string(positions.size()) + " more tokens do not fit");
-  }
-  for (size_t i = 0; i < cells.size(); ++i) cell_pos_[size_t(cells[i])] = positions[i];
   return cells;
+}
+
+void KvCache::store(int32_t cell, Pos pos, SeqMask seqs, TokenId token) {
+  TESSERA_CHECK(cell >= 0 && cell < n_ctx() && pos >= 0 && seqs != 0);
+  cells_[size_t(cell)] = KvCell{pos, 0, token, seqs};
 }
 
 int64_t KvCache::n_kv() const {
   int64_t last = -1;
   for (int64_t j = n_ctx() - 1; j >= 0; --j) {
-    if (cell_pos_[size_t(j)] >= 0) {
+    if (!cells_[size_t(j)].free()) {
       last = j;
       break;
     }
@@ -61,17 +108,140 @@ int64_t KvCache::n_kv() const {
   return std::min(std::max<int64_t>(padded, kPad), n_ctx());
 }
 
-void KvCache::fill_mask(std::span<const int32_t> positions, int64_t n_kv, float* mask) const {
+std::pair<int64_t, int64_t> KvCache::window(SeqMask seqs, Pos max_pos) const {
+  int64_t first = -1, last = -1;
+  for (int64_t j = 0; j < n_ctx(); ++j) {
+    const KvCell& c = cells_[size_t(j)];
+    if ((c.seqs & seqs) == 0 || c.pos > max_pos) continue;
+    if (first < 0) first = j;
+    last = j;
+  }
+  if (first < 0) return {0, std::min(kPad, n_ctx())};  // nothing visible: any window
+  return {first / kPad * kPad, std::min((last + kPad) / kPad * kPad, n_ctx())};
+}
+
+void KvCache::fill_mask(std::span<const Pos> positions, std::span<const SeqMask> seqs, int64_t kv_begin,
+                        int64_t n_kv, float* mask) const {
+  TESSERA_CHECK(positions.size() == seqs.size() && kv_begin >= 0 && kv_begin + n_kv <= n_ctx());
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (size_t i = 0; i < positions.size(); ++i) {
     float* row = mask + i * size_t(n_kv);
     for (int64_t j = 0; j < n_kv; ++j) {
-      const int32_t p = cell_pos_[size_t(j)];
-      row[j] = (p >= 0 && p <= positions[i]) ? 0.0f : neg_inf;
+      const KvCell& c = cells_[size_t(kv_begin + j)];
+      row[j] = ((c.seqs & seqs[i]) != 0 && c.pos <= positions[i]) ? 0.0f : neg_inf;
     }
   }
 }
 
-void KvCache::clear() { std::fill(cell_pos_.begin(), cell_pos_.end(), -1); }
+void KvCache::seq_rm(SeqId seq, Pos p0, Pos p1) {
+  const SeqMask m = mask_of(seq);
+  for (KvCell& c : cells_) {
+    if ((c.seqs & m) == 0 || !in_range(c.pos, p0, p1)) continue;
+    c.seqs &= ~m;
+    if (c.free()) c = KvCell{};
+  }
+}
+
+void KvCache::seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1) {
+  const SeqMask from = mask_of(src);
+  const SeqMask to = mask_of(dst);
+  for (KvCell& c : cells_) {
+    if ((c.seqs & from) != 0 && in_range(c.pos, p0, p1)) c.seqs |= to;
+  }
+}
+
+void KvCache::seq_keep(SeqId seq) {
+  const SeqMask m = mask_of(seq);
+  for (KvCell& c : cells_) {
+    c.seqs &= m;
+    if (c.free()) c = KvCell{};
+  }
+}
+
+Status KvCache::seq_add(SeqId seq, Pos p0, Pos p1, Pos delta) {
+  const SeqMask m = mask_of(seq);
+  for (const KvCell& c : cells_) {
+    if ((c.seqs & m) != 0 && in_range(c.pos, p0, p1) && (c.seqs & ~m) != 0) {
+      return Status::error("seq_add: the cell at position " + std::to_string(c.pos) +
+                           " of sequence " + std::to_string(seq) +
+                           " is shared with other sequences; shifting it would move them too");
+    }
+  }
+  if (delta == 0) return Status::ok();
+  for (KvCell& c : cells_) {
+    if ((c.seqs & m) == 0 || !in_range(c.pos, p0, p1)) continue;
+    c.pos += delta;
+    c.shift += delta;
+    has_shift_ = true;
+    if (c.pos < 0) c = KvCell{};
+  }
+  return Status::ok();
+}
+
+Pos KvCache::seq_pos_max(SeqId seq) const {
+  const SeqMask m = mask_of(seq);
+  Pos best = -1;
+  for (const KvCell& c : cells_) {
+    if ((c.seqs & m) != 0) best = std::max(best, c.pos);
+  }
+  return best;
+}
+
+Pos KvCache::seq_pos_min(SeqId seq) const {
+  const SeqMask m = mask_of(seq);
+  Pos best = -1;
+  for (const KvCell& c : cells_) {
+    if ((c.seqs & m) != 0 && (best < 0 || c.pos < best)) best = c.pos;
+  }
+  return best;
+}
+
+std::array<Pos, kMaxSeq> KvCache::seq_pos_maxes() const {
+  std::array<Pos, kMaxSeq> best;
+  best.fill(-1);
+  for (const KvCell& c : cells_) {
+    for (SeqMask m = c.seqs; m != 0; m &= m - 1) {
+      Pos& b = best[size_t(std::countr_zero(m))];
+      b = std::max(b, c.pos);
+    }
+  }
+  return best;
+}
+
+std::vector<TokenId> KvCache::seq_tokens(SeqId seq) const {
+  const SeqMask m = mask_of(seq);
+  std::vector<std::pair<Pos, TokenId>> found;
+  for (const KvCell& c : cells_) {
+    if ((c.seqs & m) != 0) found.emplace_back(c.pos, c.token);
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<TokenId> tokens;
+  tokens.reserve(found.size());
+  for (const auto& [pos, token] : found) tokens.push_back(token);
+  return tokens;
+}
+
+std::vector<int32_t> KvCache::shifts(int64_t n) const {
+  TESSERA_CHECK(n <= n_ctx());
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) out[size_t(j)] = cells_[size_t(j)].shift;
+  return out;
+}
+
+void KvCache::clear_shifts() {
+  for (KvCell& c : cells_) c.shift = 0;
+  has_shift_ = false;
+}
+
+void KvCache::set_cell(int64_t i, const KvCell& c) {
+  TESSERA_CHECK(i >= 0 && i < n_ctx());
+  cells_[size_t(i)] = c.free() ? KvCell{} : c;
+  if (c.shift != 0) has_shift_ = true;
+}
+
+void KvCache::clear() {
+  std::fill(cells_.begin(), cells_.end(), KvCell{});
+  has_shift_ = false;
+}
 
 }  // namespace tessera

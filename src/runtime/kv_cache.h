@@ -1,36 +1,105 @@
 // The KV cache: per layer a K and a V tensor with one row per cell, and per cell the
-// position stored there (-1 when free). The causal mask of a batch is built from the
-// cells, so the graph never needs to know where in the cache a token went.
+// position stored there, the set of sequences using it (a 64-bit set) and the token
+// that produced it. The causal mask of a batch is built from the cells, so the graph
+// never needs to know where in the cache a token went, and sequences can share cells
+// (seq_cp) without copying data. Position shifts (seq_add) are recorded per cell and
+// applied to the cached keys later by a small RoPE graph (runtime/kv_shift.h).
+//
+// Placement: the cells are split into n_seq equal home regions; a token of sequence s
+// takes the lowest free cell of region s (of its lowest sequence id when it has
+// several), or the lowest free cell anywhere when its region is full. A sequence's cells
+// thus stay close together, and a batch's tokens attend over a window around their own
+// sequence (window()) instead of the whole cache.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "backend/backend.h"
 #include "model/blocks.h"
+#include "tessera/batch.h"
 
 namespace tessera {
 
+/// A set of sequence ids (bit s = sequence s).
+using SeqMask = uint64_t;
+constexpr int kMaxSeq = 64;
+inline SeqMask seq_bit(SeqId s) { return SeqMask{1} << s; }
+
+struct KvCell {
+  Pos pos = -1;         // -1 when free
+  Pos shift = 0;        // position delta not yet applied to the cached key
+  TokenId token = -1;   // the token whose key/value the cell holds
+  SeqMask seqs = 0;     // sequences using the cell; 0 when free
+  bool free() const { return seqs == 0; }
+};
+
 class KvCache {
  public:
-  /// Allocates n_ctx cells of `type` (F16 or F32) for every layer on `backend`.
-  static Result<std::unique_ptr<KvCache>> create(const HParams& h, int64_t n_ctx, DType type,
-                                                 Backend& backend);
+  /// Allocates n_ctx cells of `type` (F16 or F32) for every layer on `backend`, placed
+  /// in n_seq home regions.
+  static Result<std::unique_ptr<KvCache>> create(const HParams& h, int64_t n_ctx, int n_seq,
+                                                 DType type, Backend& backend);
+  /// A cache of n_ctx cells with no tensors: cell bookkeeping only (tests).
+  static std::unique_ptr<KvCache> cells_only(int64_t n_ctx, int n_seq = 1);
 
-  int64_t n_ctx() const { return int64_t(cell_pos_.size()); }
+  int64_t n_ctx() const { return int64_t(cells_.size()); }
   DType type() const { return type_; }
   const std::vector<KvLayer>& layers() const { return layers_; }
+  const KvCell& cell(int64_t i) const { return cells_[size_t(i)]; }
+  /// Number of cells in use.
+  int64_t n_used() const;
 
-  /// Claims one free cell per position (lowest free cells first) and returns them;
-  /// an error when fewer than positions.size() cells are free.
-  Result<std::vector<int32_t>> claim(std::span<const int32_t> positions);
+  /// Free cells for tokens of the sequence sets `seqs`, one each, by the placement rule
+  /// above; an error naming the cache size when fewer are free.
+  Result<std::vector<int32_t>> find_slots(std::span<const SeqMask> seqs) const;
+  /// Records that `cell` now holds `token` at `pos` for the sequences `seqs`.
+  void store(int32_t cell, Pos pos, SeqMask seqs, TokenId token);
   /// Cells [0, n) that a batch must attend to: up to the last used cell, rounded up
   /// to kPad so that a graph serves many steps.
   int64_t n_kv() const;
-  /// Fills mask [n_kv, positions.size()]: 0 where cell j holds a position <= the
-  /// token's position, -inf otherwise.
-  void fill_mask(std::span<const int32_t> positions, int64_t n_kv, float* mask) const;
+  /// The cells [begin, end) that tokens of the sequences `seqs` at positions up to
+  /// `max_pos` may attend to: from the first to the last such cell, widened to multiples
+  /// of kPad (so that a graph serves many steps) within the cache.
+  std::pair<int64_t, int64_t> window(SeqMask seqs, Pos max_pos) const;
+  /// Fills mask [n_kv, n_tokens] for cells [kv_begin, kv_begin + n_kv) (row i for token
+  /// i): 0 where the cell is used by one of the token's sequences and holds a position
+  /// <= the token's, -inf otherwise.
+  void fill_mask(std::span<const Pos> positions, std::span<const SeqMask> seqs, int64_t kv_begin,
+                 int64_t n_kv, float* mask) const;
+
+  // Sequence operations. `seq` < 0 means every sequence; a position range [p0, p1)
+  // with p0 < 0 meaning 0 and p1 < 0 meaning "to the end".
+  /// Removes `seq` from the cells in the range; cells left without sequence are freed.
+  void seq_rm(SeqId seq, Pos p0, Pos p1);
+  /// Adds `dst` to the cells of `src` in the range (shared, not copied).
+  void seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1);
+  /// Frees every cell not used by `seq` and removes the other sequences from the rest.
+  void seq_keep(SeqId seq);
+  /// Adds `delta` to the positions of `seq`'s cells in the range (cells pushed below 0
+  /// are freed). Error, changing nothing, when such a cell is shared with a sequence
+  /// outside the operation (shifting it would move that sequence too).
+  Status seq_add(SeqId seq, Pos p0, Pos p1, Pos delta);
+  /// Largest (smallest) position of `seq`, or -1 when it has no cells.
+  Pos seq_pos_max(SeqId seq) const;
+  Pos seq_pos_min(SeqId seq) const;
+  /// seq_pos_max of every sequence id, in one pass over the cells.
+  std::array<Pos, kMaxSeq> seq_pos_maxes() const;
+  /// Tokens of `seq` ordered by position.
+  std::vector<TokenId> seq_tokens(SeqId seq) const;
+
+  /// Whether some cell has a shift not yet applied to its key.
+  bool has_shift() const { return has_shift_; }
+  /// The pending shift of cells [0, n): what the K-shift graph rotates keys by.
+  std::vector<int32_t> shifts(int64_t n) const;
+  /// Marks every pending shift as applied.
+  void clear_shifts();
+
+  /// Replaces cell `i` wholesale (state restore).
+  void set_cell(int64_t i, const KvCell& c);
   /// Frees every cell (the tensors keep their bytes; freed cells are masked out).
   void clear();
 
@@ -42,7 +111,9 @@ class KvCache {
   TensorArena arena_;
   std::unique_ptr<Buffer> buffer_;
   std::vector<KvLayer> layers_;
-  std::vector<int32_t> cell_pos_;
+  std::vector<KvCell> cells_;
+  int n_seq_ = 1;
+  bool has_shift_ = false;
 };
 
 }  // namespace tessera

@@ -1,0 +1,58 @@
+// The state behind a Context: the KV cache, the graph cache, the K-shift graph and the
+// outputs of the last decode. decode.cpp evaluates batches, state.cpp saves and
+// restores, context.cpp holds the public methods.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "model/model_impl.h"
+#include "runtime/forward_graph.h"
+#include "runtime/kv_cache.h"
+#include "runtime/kv_shift.h"
+#include "tessera/batch.h"
+#include "tessera/context.h"
+
+namespace tessera {
+
+class ContextImpl {
+ public:
+  ContextImpl(const Model& model, const ContextParams& params)
+      : model_(model),
+        m_(model.impl()),
+        params_(params),
+        backend_(params.n_threads),
+        shift_(m_.hparams, backend_),
+        graphs_(m_, backend_, params.embeddings) {}
+
+  Status init();
+  /// Checks a batch against the vocabulary, the sequence ids and the cache.
+  Status validate(const Batch& batch) const;
+  Status decode(const Batch& batch);
+  /// Sequence ids accepted by the sequence operations (`allow_all`: -1 = every one).
+  Status check_seq(const char* what, SeqId seq, bool allow_all) const;
+  /// Forgets the cache and the outputs.
+  void clear();
+
+  const Model& model_;
+  const detail::ModelImpl& m_;
+  ContextParams params_;
+  CpuBackend backend_;
+  std::unique_ptr<KvCache> kv_;
+  KvShift shift_;
+  ForwardGraphCache graphs_;
+
+  // Outputs of the last decode: row out_row_[i] of logits_/embd_ for batch token i
+  // (-1 when its outputs were not asked for).
+  std::vector<float> logits_;  // [n_out_][n_vocab]
+  std::vector<float> embd_;    // [n_out_][n_embd] when params_.embeddings
+  std::vector<int32_t> out_row_;
+  int64_t n_out_ = 0;
+
+ private:
+  Status decode_ubatch(const Batch& batch, int64_t begin, int64_t end);
+  Status copy_outputs(const ForwardGraph& fg, const Batch& batch, int64_t begin, int64_t end);
+};
+
+}  // namespace tessera

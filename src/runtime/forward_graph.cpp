@@ -1,0 +1,66 @@
+#include "runtime/forward_graph.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace tessera {
+
+std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape,
+                                                       const std::vector<KvLayer>& kv) {
+  auto fg = std::make_unique<ForwardGraph>();
+  fg->shape = shape;
+  fg->in.n_tokens = shape.n_tokens;
+  fg->in.n_outputs = shape.n_outputs;
+  fg->in.groups = shape.groups;
+  fg->in.kv = kv;
+  create_batch_inputs(fg->graph, fg->in);
+  fg->logits = m_.arch->build(fg->graph, m_.hparams, m_.weights, fg->in);
+  fg->logits->flags |= kFlagOutput;
+  if (embeddings_) {
+    // Every architecture ends with logits = mul_mat(output projection, normed hidden
+    // state): that second operand is the embedding of the output tokens.
+    Tensor* hidden = fg->logits->src[1];
+    TESSERA_CHECK_MSG(fg->logits->op == Op::MulMat && hidden != nullptr &&
+                          hidden->ne[0] == m_.hparams.n_embd && hidden->ne[1] == shape.n_outputs,
+                      "the architecture's logits are not a projection of the final hidden state");
+    hidden->flags |= kFlagOutput;
+    fg->embeddings = hidden;
+  }
+  fg->graph.expand(fg->logits);
+  fg->plan = plan_graph_memory(fg->graph, backend_.alignment());
+  ++n_built_;
+  return fg;
+}
+
+void ForwardGraphCache::place(ForwardGraph& fg) {
+  if (!buffer_ || buffer_->size() < fg.plan.size) {
+    buffer_.reset();  // graphs placed in the old buffer are placed again when used
+    Result<std::unique_ptr<Buffer>> buf = backend_.alloc_buffer(fg.plan.size);
+    TESSERA_CHECK_MSG(buf.is_ok(), "out of memory for the compute buffer");
+    buffer_ = std::move(*buf);
+    ++generation_;
+  }
+  if (fg.placed_in != generation_) {
+    apply_graph_memory(fg.plan, fg.graph, *buffer_);
+    fg.placed_in = generation_;
+  }
+}
+
+ForwardGraph& ForwardGraphCache::get(const ForwardShape& shape, const std::vector<KvLayer>& kv) {
+  auto it = std::find_if(graphs_.begin(), graphs_.end(),
+                         [&](const std::unique_ptr<ForwardGraph>& g) { return g->shape == shape; });
+  std::unique_ptr<ForwardGraph> fg;
+  if (it != graphs_.end()) {
+    fg = std::move(*it);
+    graphs_.erase(it);
+  } else {
+    fg = build(shape, kv);
+    if (graphs_.size() >= kCapacity) graphs_.pop_back();
+  }
+  graphs_.insert(graphs_.begin(), std::move(fg));
+  place(*graphs_.front());
+  return *graphs_.front();
+}
+
+}  // namespace tessera

@@ -1,0 +1,60 @@
+#include "runtime/kv_shift.h"
+
+#include "core/check.h"
+#include "core/graph_alloc.h"
+#include "core/ops.h"
+
+namespace tessera {
+
+struct KvShift::ShiftGraph {
+  int64_t n_kv = 0;
+  Graph graph;
+  Tensor* deltas = nullptr;  // I32 [n_kv]: each cell's pending shift
+};
+
+KvShift::KvShift(const HParams& h, Backend& backend) : h_(h), backend_(backend) {}
+KvShift::~KvShift() = default;
+
+// Per layer: the key rows of cells [0, n_kv) seen as [head_dim, n_head_kv, n_kv],
+// converted to F32, rotated by the cell's delta, converted back into the same rows.
+// RoPE mode: LLaMA's (Normal) — the only registered architecture; an architecture with
+// NeoX rotation would need its mode exposed by the Arch entry.
+void KvShift::build(const KvCache& kv, int64_t n_kv) {
+  graph_.reset();
+  auto sg = std::make_unique<ShiftGraph>();
+  sg->n_kv = n_kv;
+  Graph& g = sg->graph;
+  sg->deltas = g.arena().new_tensor(DType::I32, {n_kv, 1, 1, 1}, "kv_shift_deltas");
+  sg->deltas->flags |= kFlagInput;
+  for (const KvLayer& layer : kv.layers()) {
+    Tensor* k = layer.k;
+    const size_t elt = dtype_traits(k->type).type_size;
+    Tensor* rows = ops::view(g, k, {h_.head_dim, h_.n_head_kv, n_kv, 1},
+                             {elt, size_t(h_.head_dim) * elt, k->nb[1], k->nb[1] * size_t(n_kv)}, 0);
+    Tensor* rotated = ops::rope(g, ops::cont(g, rows, DType::F32), sg->deltas, int(h_.n_rot),
+                                RopeMode::Normal, h_.rope_freq_base, h_.rope_freq_scale);
+    g.expand(ops::cpy(g, rotated, rows));
+  }
+  const AllocPlan plan = plan_graph_memory(g, backend_.alignment());
+  if (!buffer_ || buffer_->size() < plan.size) {
+    buffer_.reset();
+    Result<std::unique_ptr<Buffer>> buf = backend_.alloc_buffer(plan.size);
+    TESSERA_CHECK_MSG(buf.is_ok(), "out of memory for the kv shift buffer");
+    buffer_ = std::move(*buf);
+  }
+  apply_graph_memory(plan, g, *buffer_);
+  graph_ = std::move(sg);
+}
+
+Status KvShift::apply(KvCache& kv) {
+  if (!kv.has_shift()) return Status::ok();
+  const int64_t n_kv = kv.n_kv();
+  if (!graph_ || graph_->n_kv != n_kv) build(kv, n_kv);
+  const std::vector<int32_t> deltas = kv.shifts(n_kv);
+  backend_.set_tensor(graph_->deltas, deltas.data(), 0, deltas.size() * sizeof(int32_t));
+  TESSERA_RETURN_IF_ERROR(backend_.compute(graph_->graph));
+  kv.clear_shifts();
+  return Status::ok();
+}
+
+}  // namespace tessera

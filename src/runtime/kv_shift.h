@@ -1,0 +1,33 @@
+// Applying position shifts to the KV cache: after seq_add moved cells to new positions,
+// their cached keys (rotated by RoPE at the old position) are rotated once more by the
+// per-cell delta. Rotations compose (rope(rope(k, p), d) = rope(k, p + d)), so the key
+// ends up as if it had been computed at the new position, up to rounding (the cache may
+// be F16). Values carry no position and stay as they are.
+#pragma once
+
+#include <memory>
+
+#include "backend/backend.h"
+#include "runtime/kv_cache.h"
+
+namespace tessera {
+
+class KvShift {
+ public:
+  KvShift(const HParams& h, Backend& backend);
+  ~KvShift();
+
+  /// Rotates the keys of every cell with a pending shift and marks the shifts applied.
+  Status apply(KvCache& kv);
+
+ private:
+  struct ShiftGraph;
+  void build(const KvCache& kv, int64_t n_kv);
+
+  const HParams& h_;
+  Backend& backend_;
+  std::unique_ptr<ShiftGraph> graph_;  // for the last n_kv seen
+  std::unique_ptr<Buffer> buffer_;     // its intermediate tensors
+};
+
+}  // namespace tessera

@@ -1,0 +1,42 @@
+// Helpers shared by the runtime suites (runtime_*_test.cpp): loading the shared
+// models, decoding a sequence alone for reference, comparing logits, running the CLI.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tessera/batch.h"
+#include "tessera/context.h"
+#include "tessera/model.h"
+
+namespace tessera::test {
+
+/// sum((a-b)^2) / sum(b^2).
+double nmse(std::span<const float> a, std::span<const float> ref);
+
+/// The model under shared/models, loaded once per process (null when absent).
+const Model* shared_model(const std::string& name);
+
+/// A context with n_ctx cells and n_seq sequences; fails the test on error.
+std::unique_ptr<Context> make_context(const Model& m, int64_t n_ctx, int n_seq = 1,
+                                      DType kv = DType::F16, bool embeddings = false);
+
+/// Logits of every token of `tokens` decoded alone (positions pos0, pos0+1, ...) in a
+/// fresh context, one row per token.
+std::vector<std::vector<float>> decode_alone(const Model& m, std::span<const TokenId> tokens,
+                                             DType kv = DType::F16, Pos pos0 = 0);
+
+/// A deterministic token list of length n in [1, n_vocab), different for each seed.
+std::vector<TokenId> some_tokens(size_t n, int seed, int64_t n_vocab);
+
+struct CliOutput {
+  int status = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+/// Runs the `tessera` command with arguments (shell-quoted by the caller).
+CliOutput run_cli(const std::string& args);
+
+}  // namespace tessera::test

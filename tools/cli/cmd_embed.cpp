@@ -1,0 +1,85 @@
+// `tessera embed`: the embedding of a text (the model's final hidden state after the
+// output norm, pooled over the tokens) as one JSON object.
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "tessera/batch.h"
+#include "tessera/context.h"
+#include "tessera/embedding.h"
+#include "tessera/model.h"
+#include "tessera/tokenizer.h"
+
+namespace tessera::cli {
+namespace {
+
+struct EmbedOptions {
+  std::string model;
+  std::string prompt;
+  std::string pooling = "mean";
+  bool normalize = false;
+  int threads = default_threads();
+};
+
+int run_embed(const EmbedOptions& o) {
+  Result<Pooling> pooling = parse_pooling(o.pooling);
+  if (!pooling) return fail("embed: " + pooling.status().message());
+  Result<std::unique_ptr<Model>> model = Model::load(o.model);
+  if (!model) return fail(model.status().message());
+  const Tokenizer* tok = (*model)->tokenizer();
+  if (!tok) return fail(o.model + ": the model has no usable tokenizer, so it cannot take text");
+  const std::vector<TokenId> tokens = tok->encode(o.prompt, tok->add_bos_token());
+  if (tokens.empty()) return fail("embed: the text is empty and the model adds no BOS token");
+
+  ContextParams cp;
+  cp.n_threads = o.threads;
+  cp.n_ctx = int64_t(tokens.size());
+  cp.n_batch = int64_t(tokens.size());  // one forward pass
+  cp.embeddings = true;
+  Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
+  if (!ctx) return fail(ctx.status().message());
+  Batch batch;
+  batch.add_sequence(tokens, 0, 0, /*all_outputs=*/true);
+  if (Status s = (*ctx)->decode(batch); !s) return fail(s.message());
+
+  const int64_t n_embd = (*ctx)->n_embd();
+  std::vector<float> rows;
+  rows.reserve(tokens.size() * size_t(n_embd));
+  for (int64_t i = 0; i < batch.size(); ++i) {
+    const std::span<const float> e = (*ctx)->embeddings_at(i);
+    rows.insert(rows.end(), e.begin(), e.end());
+  }
+  std::vector<float> embedding = pool_embeddings(rows, n_embd, *pooling);
+  if (o.normalize) normalize_l2(embedding);
+
+  nlohmann::json out;
+  out["model"] = std::filesystem::path(o.model).filename().string();
+  out["n_embd"] = n_embd;
+  out["n_tokens"] = tokens.size();
+  out["pooling"] = std::string(pooling_name(*pooling));
+  out["normalized"] = o.normalize;
+  out["embedding"] = embedding;
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_embed(CLI::App& app) {
+  auto o = std::make_shared<EmbedOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "embed", "Print the embedding of a text as JSON: the final hidden state (after the output "
+               "norm) of its tokens, BOS included, pooled into one vector");
+  cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-p,--prompt", o->prompt, "text to embed (tokenized with the model's tokenizer, BOS added)")
+      ->required();
+  cmd->add_option("--pooling", o->pooling,
+                  "mean: average of the tokens; last: the last token; cls: the first token (BOS)")
+      ->check(CLI::IsMember({"mean", "last", "cls"}));
+  cmd->add_flag("--normalize", o->normalize, "scale the vector to unit Euclidean norm");
+  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
+  return {cmd, [o] { return run_embed(*o); }};
+}
+
+}  // namespace tessera::cli
