@@ -26,6 +26,7 @@ Shape3 shape_of(const Tensor* node) {
 
 // K and V in F32: the cache itself when it is F32, else converted copies (prepare).
 bool needs_conversion(const Tensor* node) { return node->src[1]->type != DType::F32; }
+// The converted copies hold F16 (the only other cache type supported).
 
 size_t converted_bytes(const Shape3& s) {
   return round_up(size_t(s.n_head_kv * s.n_kv * s.hd) * sizeof(float));
@@ -49,7 +50,7 @@ Kv kv_of(const Tensor* node, int which, const KernelParams& p, const Shape3& s) 
     return {static_cast<const float*>(t->data), t->nb[1] / sizeof(float), t->nb[2] / sizeof(float)};
   }
   const char* area = align64(p.work) + size_t(which - 1) * converted_bytes(s);
-  return {reinterpret_cast<const float*>(area), size_t(s.hd), size_t(s.n_kv * s.hd)};
+  return {reinterpret_cast<const float*>(area), size_t(s.n_head_kv * s.hd), size_t(s.hd)};
 }
 
 // Cells [lo, hi) outside of which every row of the tile is masked.
@@ -94,17 +95,25 @@ size_t attention_work_size(const Tensor* node, int nth) {
   return kAlign + conv + size_t(nth) * thread_bytes(s);
 }
 
-// Converts K and V rows to F32 (dense: cell-major within each KV head), split over rows.
+// Converts K and V to F32, laid out [cell][head][head_dim], split over cells. A cell's
+// heads are usually adjacent in the cache row: then one conversion call per cell.
 bool attention_prepare(Tensor* node, const KernelParams& p) {
   if (!needs_conversion(node)) return false;
   const Shape3 s = shape_of(node);
+  const VecKernels& vk = vec_kernels();
+  int64_t c0, c1;
+  split_range(s.n_kv, p.ith, p.nth, &c0, &c1);
   for (int which = 1; which <= 2; ++which) {
     const Tensor* t = node->src[which];
     float* dst = reinterpret_cast<float*>(align64(p.work) + size_t(which - 1) * converted_bytes(s));
-    int64_t r0, r1;
-    split_range(s.n_head_kv * s.n_kv, p.ith, p.nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; ++r) {
-      read_row(t, r % s.n_kv, r / s.n_kv, 0, dst + r * s.hd);
+    const bool heads_adjacent = t->nb[2] == size_t(s.hd) * t->nb[0];
+    for (int64_t c = c0; c < c1; ++c) {
+      float* row = dst + c * s.n_head_kv * s.hd;
+      if (heads_adjacent) {
+        vk.f16_to_f32(reinterpret_cast<const uint16_t*>(elem_ptr(t, 0, c, 0, 0)), row, s.n_head_kv * s.hd);
+      } else {
+        for (int64_t h = 0; h < s.n_head_kv; ++h) read_row(t, c, h, 0, row + h * s.hd);
+      }
     }
   }
   return true;
