@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/fp16.h"
 #include "quant/blocks.h"
 
 namespace tessera::cpu {
@@ -99,6 +100,41 @@ void repack_all(const void* src, void* dst, int64_t n_rows, int64_t row_len, F g
 }
 
 }  // namespace
+
+namespace {
+
+int32_t int16_pair(int32_t lo, int32_t hi) {
+  return int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
+}
+
+}  // namespace
+
+void quantize_row_q8x(void (*q8_0)(const float*, void*, int64_t), const float* x, BlockQ8X* y,
+                      int64_t n, int32_t zero_point) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    BlockQ8_0 q;
+    q8_0(x + b * 32, &q, 32);
+    std::memcpy(y[b].qs, q.qs, 32);
+    y[b].d = f16_to_f32(q.d);
+    int32_t sum = 0;
+    for (int8_t v : q.qs) sum += v;
+    y[b].bias = -zero_point * sum;
+  }
+}
+
+void quantize_row_q8kx(void (*q8_K)(const float*, void*, int64_t), const float* x, BlockQ8KX* y,
+                       int64_t n) {
+  for (int64_t b = 0; b < n / 256; ++b) {
+    quant::BlockQ8_K q;
+    q8_K(x + b * 256, &q, 256);
+    std::memcpy(y[b].qs, q.qs, 256);
+    y[b].d = q.d;
+    for (int j = 0; j < 4; ++j) {
+      y[b].sums32[j] = int16_pair(q.bsums[4 * j] + q.bsums[4 * j + 1], q.bsums[4 * j + 2] + q.bsums[4 * j + 3]);
+    }
+    for (int j = 0; j < 8; ++j) y[b].sums16[j] = int16_pair(q.bsums[2 * j], q.bsums[2 * j + 1]);
+  }
+}
 
 DType repacked_type(DType t) {
   switch (t) {

@@ -57,6 +57,14 @@ struct BlockQ8KX {
 };
 static_assert(sizeof(BlockQ8KX) == 308);
 
+/// Quantizes n floats (a multiple of 32 / 256) into activation rows for the _X16 kernels
+/// with a level's Q8_0 / Q8_K row quantizer (quant_kernels.h), adding the sums the kernels
+/// need (bias = -zero_point * sum(qs); the sub-block sum pairs).
+void quantize_row_q8x(void (*q8_0)(const float*, void*, int64_t), const float* x, BlockQ8X* y,
+                      int64_t n, int32_t zero_point);
+void quantize_row_q8kx(void (*q8_K)(const float*, void*, int64_t), const float* x, BlockQ8KX* y,
+                       int64_t n);
+
 /// The repacked type of a file type, or `t` itself when it has none.
 DType repacked_type(DType t);
 /// The unsigned weights' zero point of a quantized _X16 type (Q4_0: 8, Q8_0: 128).

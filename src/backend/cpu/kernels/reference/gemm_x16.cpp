@@ -12,17 +12,8 @@
 namespace tessera::cpu::reference {
 namespace {
 
-void quantize_q8x(const float* x, void* vy, int64_t n, int32_t zero_point) {
-  auto* y = static_cast<BlockQ8X*>(vy);
-  for (int64_t b = 0; b < n / 32; ++b) {
-    quant::BlockQ8_0 q;
-    quant::quantize_q8_0(x + b * 32, &q, 32);
-    std::memcpy(y[b].qs, q.qs, 32);
-    y[b].d = f16_to_f32(q.d);
-    int32_t sum = 0;
-    for (int8_t v : q.qs) sum += v;
-    y[b].bias = -zero_point * sum;
-  }
+void quantize_q8x(const float* x, void* y, int64_t n, int32_t zero_point) {
+  quantize_row_q8x(quant::quantize_q8_0, x, static_cast<BlockQ8X*>(y), n, zero_point);
 }
 
 // Weight byte of row r, word w, byte i of block b.
@@ -68,22 +59,8 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
   }
 }
 
-void quantize_q8kx(const float* x, void* vy, int64_t n) {
-  auto* y = static_cast<BlockQ8KX*>(vy);
-  for (int64_t b = 0; b < n / 256; ++b) {
-    quant::BlockQ8_K q;
-    quant::quantize_q8_K(x + b * 256, &q, 256);
-    std::memcpy(y[b].qs, q.qs, 256);
-    y[b].d = q.d;
-    for (int j = 0; j < 4; ++j) {
-      const int32_t lo = q.bsums[4 * j] + q.bsums[4 * j + 1];
-      const int32_t hi = q.bsums[4 * j + 2] + q.bsums[4 * j + 3];
-      y[b].sums32[j] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
-    }
-    for (int j = 0; j < 8; ++j) {
-      y[b].sums16[j] = int32_t(uint32_t(uint16_t(q.bsums[2 * j])) | (uint32_t(uint16_t(q.bsums[2 * j + 1])) << 16));
-    }
-  }
+void quantize_q8kx(const float* x, void* y, int64_t n) {
+  quantize_row_q8kx(quant::quantize_q8_K, x, static_cast<BlockQ8KX*>(y), n);
 }
 
 // Scale and min of sub-block j of row r from the packed bytes (the Q4_K rule).

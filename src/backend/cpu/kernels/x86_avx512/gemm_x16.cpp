@@ -12,6 +12,7 @@
 #pragma GCC diagnostic pop
 
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/gemm_kernels.h"
 #include "backend/cpu/quant_kernels.h"
@@ -33,20 +34,26 @@ inline void prefetch_lines(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
 }
 
-void quantize_q8x(const float* x, void* vy, int64_t n, int32_t zero_point) {
-  auto* y = static_cast<BlockQ8X*>(vy);
-  const QuantizeRowFn q8_0 = kQuantKernels.quantize_q8_0;
-  for (int64_t b = 0; b < n / 32; ++b) {
-    quant::BlockQ8_0 q;
-    q8_0(x + b * 32, &q, 32);
-    std::memcpy(y[b].qs, q.qs, 32);
-    y[b].d = _cvtsh_ss(q.d);
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q.qs));
-    // Sum of the 32 signed bytes: widen to 16 bits, then horizontal adds.
-    const __m512i w = _mm512_cvtepi8_epi16(v);
-    const int32_t sum = _mm512_reduce_add_epi32(_mm512_madd_epi16(w, _mm512_set1_epi16(1)));
-    y[b].bias = -zero_point * sum;
+// Calls tile(std::integral_constant<int, N>, c) for columns [c, c + N): full tiles of
+// kMax columns, then one tile of the remaining width (register tiles need N at compile
+// time).
+template <int N, typename Tile>
+void tail_tile(int64_t left, int64_t c, Tile tile) {
+  if constexpr (N > 0) {
+    if (left == N) return tile(std::integral_constant<int, N>{}, c);
+    tail_tile<N - 1>(left, c, tile);
   }
+}
+
+template <int kMax, typename Tile>
+void for_each_tile(int64_t n_cols, Tile tile) {
+  int64_t c = 0;
+  for (; c + kMax <= n_cols; c += kMax) tile(std::integral_constant<int, kMax>{}, c);
+  tail_tile<kMax - 1>(n_cols - c, c, tile);
+}
+
+void quantize_q8x(const float* x, void* y, int64_t n, int32_t zero_point) {
+  quantize_row_q8x(kQuantKernels.quantize_q8_0, x, static_cast<BlockQ8X*>(y), n, zero_point);
 }
 
 // acc += w . broadcast(*word), with the broadcast folded into the instruction's memory
@@ -117,23 +124,10 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
   const auto* quants = static_cast<const uint8_t*>(w);
   const auto* scales = reinterpret_cast<const uint16_t*>(quants + nb * kBlockBytes);
   const auto* a = static_cast<const char*>(act);
-  int64_t c = 0;
-  for (; c + kMaxCols <= n_cols; c += kMaxCols) {
-    tile<kMaxCols, kBlockBytes, kQ4>(quants, scales, nb, a + c * act_stride, act_stride,
-                                     dst + c * dst_stride, dst_stride);
-  }
-  const char* ac = a + c * act_stride;
-  float* dc = dst + c * dst_stride;
-  switch (n_cols - c) {
-    case 7: return tile<7, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
-    case 6: return tile<6, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
-    case 5: return tile<5, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
-    case 4: return tile<4, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
-    case 3: return tile<3, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
-    case 2: return tile<2, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
-    case 1: return tile<1, kBlockBytes, kQ4>(quants, scales, nb, ac, act_stride, dc, dst_stride);
-    default: return;
-  }
+  for_each_tile<kMaxCols>(n_cols, [&](auto n, int64_t c) {
+    tile<decltype(n)::value, kBlockBytes, kQ4>(quants, scales, nb, a + c * act_stride, act_stride,
+                                               dst + c * dst_stride, dst_stride);
+  });
 }
 
 // ---- Q4_K -----------------------------------------------------------------------------
@@ -143,23 +137,8 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
 // sub-block sums are scaled (vpmulld) into one integer sum. The mins meet the
 // activation sub-block sums with vpdpwssd.
 
-void quantize_q8kx(const float* x, void* vy, int64_t n) {
-  auto* y = static_cast<BlockQ8KX*>(vy);
-  const QuantizeRowFn q8_K = kQuantKernels.quantize_q8_K;
-  for (int64_t b = 0; b < n / 256; ++b) {
-    quant::BlockQ8_K q;
-    q8_K(x + b * 256, &q, 256);
-    std::memcpy(y[b].qs, q.qs, 256);
-    y[b].d = q.d;
-    for (int j = 0; j < 4; ++j) {
-      const int32_t lo = q.bsums[4 * j] + q.bsums[4 * j + 1];
-      const int32_t hi = q.bsums[4 * j + 2] + q.bsums[4 * j + 3];
-      y[b].sums32[j] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
-    }
-    for (int j = 0; j < 8; ++j) {
-      y[b].sums16[j] = int32_t(uint32_t(uint16_t(q.bsums[2 * j])) | (uint32_t(uint16_t(q.bsums[2 * j + 1])) << 16));
-    }
-  }
+void quantize_q8kx(const float* x, void* y, int64_t n) {
+  quantize_row_q8kx(kQuantKernels.quantize_q8_K, x, static_cast<BlockQ8KX*>(y), n);
 }
 
 struct Q4KScales {
@@ -251,27 +230,15 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const cha
   for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, acc[c]);
 }
 
-template <int N>
-void q4_K_tail(const uint8_t* quants, const uint8_t* meta, int64_t nb, const char* act,
-               size_t act_stride, int64_t left, float* dst, size_t dst_stride) {
-  if constexpr (N > 0) {
-    if (left == N) return tile_q4_K<N>(quants, meta, nb, act, act_stride, dst, dst_stride);
-    q4_K_tail<N - 1>(quants, meta, nb, act, act_stride, left, dst, dst_stride);
-  }
-}
-
 void gemm_q4_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
                float* dst, size_t dst_stride) {
   const auto* quants = static_cast<const uint8_t*>(w);
   const uint8_t* meta = quants + nb * 2048;
   const auto* a = static_cast<const char*>(act);
-  int64_t c = 0;
-  for (; c + kMaxCols <= n_cols; c += kMaxCols) {
-    tile_q4_K<kMaxCols>(quants, meta, nb, a + c * act_stride, act_stride, dst + c * dst_stride,
-                        dst_stride);
-  }
-  q4_K_tail<kMaxCols - 1>(quants, meta, nb, a + c * act_stride, act_stride, n_cols - c,
-                          dst + c * dst_stride, dst_stride);
+  for_each_tile<kMaxCols>(n_cols, [&](auto n, int64_t c) {
+    tile_q4_K<decltype(n)::value>(quants, meta, nb, a + c * act_stride, act_stride,
+                                  dst + c * dst_stride, dst_stride);
+  });
 }
 
 // ---- Q6_K -----------------------------------------------------------------------------
@@ -360,27 +327,15 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const cha
   for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, acc[c]);
 }
 
-template <int N>
-void q6_K_tail(const uint8_t* quants, const uint8_t* meta, int64_t nb, const char* act,
-               size_t act_stride, int64_t left, float* dst, size_t dst_stride) {
-  if constexpr (N > 0) {
-    if (left == N) return tile_q6_K<N>(quants, meta, nb, act, act_stride, dst, dst_stride);
-    q6_K_tail<N - 1>(quants, meta, nb, act, act_stride, left, dst, dst_stride);
-  }
-}
-
 void gemm_q6_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
                float* dst, size_t dst_stride) {
   const auto* quants = static_cast<const uint8_t*>(w);
   const uint8_t* meta = quants + nb * 3072;
   const auto* a = static_cast<const char*>(act);
-  int64_t c = 0;
-  for (; c + kMaxCols <= n_cols; c += kMaxCols) {
-    tile_q6_K<kMaxCols>(quants, meta, nb, a + c * act_stride, act_stride, dst + c * dst_stride,
-                        dst_stride);
-  }
-  q6_K_tail<kMaxCols - 1>(quants, meta, nb, a + c * act_stride, act_stride, n_cols - c,
-                          dst + c * dst_stride, dst_stride);
+  for_each_tile<kMaxCols>(n_cols, [&](auto n, int64_t c) {
+    tile_q6_K<decltype(n)::value>(quants, meta, nb, a + c * act_stride, act_stride,
+                                  dst + c * dst_stride, dst_stride);
+  });
 }
 
 // F16: per element e, the 16 rows' halves convert with one instruction and meet each
@@ -417,24 +372,12 @@ void tile_f16(const uint16_t* h, int64_t k, const float* x, size_t x_stride, flo
   for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, _mm512_add_ps(even[c], odd[c]));
 }
 
-template <int N>
-void f16_tail(const uint16_t* h, int64_t k, const float* x, size_t x_stride, int64_t left,
-              float* dst, size_t dst_stride) {
-  if constexpr (N > 0) {
-    if (left == N) return tile_f16<N>(h, k, x, x_stride, dst, dst_stride);
-    f16_tail<N - 1>(h, k, x, x_stride, left, dst, dst_stride);
-  }
-}
-
 void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
               float* dst, size_t dst_stride) {
   const auto* h = static_cast<const uint16_t*>(w);
-  int64_t c = 0;
-  for (; c + kF16Cols <= n_cols; c += kF16Cols) {
-    tile_f16<kF16Cols>(h, k, x + c * x_stride, x_stride, dst + c * dst_stride, dst_stride);
-  }
-  f16_tail<kF16Cols - 1>(h, k, x + c * x_stride, x_stride, n_cols - c, dst + c * dst_stride,
-                         dst_stride);
+  for_each_tile<kF16Cols>(n_cols, [&](auto n, int64_t c) {
+    tile_f16<decltype(n)::value>(h, k, x + c * x_stride, x_stride, dst + c * dst_stride, dst_stride);
+  });
 }
 
 }  // namespace
