@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages tessera builds with (skips what is already there).
 set -euo pipefail
 packages=(cmake make g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-          libcli11-dev nlohmann-json3-dev libpcre2-dev)
+          libcli11-dev nlohmann-json3-dev libpcre2-dev
+          tmux)  # tmux: the test that drives `tessera chat` in a real terminal
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -23,6 +23,8 @@ Command add_bench(CLI::App& app);
 Command add_tokenize(CLI::App& app);
 Command add_embed(CLI::App& app);
 Command add_parallel(CLI::App& app);
+Command add_chat(CLI::App& app);
+Command add_perplexity(CLI::App& app);
 
 /// Prints "tessera: <message>" to stderr and returns the exit status for errors (1).
 int fail(const std::string& message);

@@ -1,0 +1,178 @@
+// Chat: turning a conversation into the text a model was trained on (chat templates),
+// and a session that keeps a conversation in a context turn after turn.
+//
+// How templates are chosen. GGUF files carry their template as Jinja text
+// (`tokenizer.chat_template`). tessera does not run Jinja: it recognises the template
+// *family* from distinctive substrings of that text ("<|im_start|>" -> chatml,
+// "<|start_header_id|>" -> llama3, "[INST]" -> llama-2 / mistral variants, ...) and renders
+// the family with built-in code, as llama.cpp's llama_chat_apply_template does, with the
+// same output for the same messages (except where noted below). A Jinja subset would run templates we have never
+// seen, but every real template leans on a different corner of Jinja (namespaces, filters,
+// macros, raise_exception) and a half-working interpreter fails silently with garbled
+// prompts; a fixed set of families is small, exact and testable. Unknown or absent
+// templates fall back to chatml (the caller is told, see for_model), and a family can be
+// named explicitly (`tessera chat --chat-template NAME`).
+//
+// Families (names as llama.cpp spells them): chatml, llama2, llama2-sys, llama2-sys-bos,
+// llama2-sys-strip, llama3, llama4, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7,
+// mistral-v7-tekken, phi3, phi4, zephyr, gemma, vicuna, vicuna-orca, deepseek, deepseek2,
+// deepseek3, command-r, granite, openchat. Where tessera follows the published templates
+// rather than llama.cpp: zephyr ends messages with the model's EOS text (its Jinja writes
+// eos_token; llama.cpp writes "<|endoftext|>") and is detected from templates that use
+// eos_token (zephyr-7b-beta, TinyLlama-chat); granite's generation prompt has no
+// trailing newline (some llama.cpp versions add one); a [SYSTEM_PROMPT] template without
+// spaces after its tags is mistral-v7-tekken (llama.cpp detects only mistral-v7).
+//
+// BOS is not part of the rendered text: the tokenizer adds it when the vocabulary asks
+// for it (encode(..., add_special=true)), on the first turn only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/context.h"
+#include "tessera/status.h"
+#include "tessera/tokenizer.h"
+
+namespace tessera {
+
+class Model;
+
+/// One message of a conversation. Roles: "system", "user", "assistant".
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+namespace chat {
+struct Family;
+}
+
+/// A chat template family: renders messages as the model's prompt text.
+class ChatTemplate {
+ public:
+  /// chatml.
+  ChatTemplate();
+
+  /// The family a template's Jinja text belongs to (or a family name given as the text),
+  /// or nullopt when none matches.
+  static std::optional<ChatTemplate> detect(std::string_view jinja_text);
+  /// The family called `name`; errors list the known names.
+  static Result<ChatTemplate> from_name(std::string_view name);
+  /// For a model: the family `name` when not empty; else the one detected from the
+  /// file's `tokenizer.chat_template`; else chatml, with a warning logged once (the
+  /// template is absent or of an unknown family). Errors: an unknown `name`.
+  static Result<ChatTemplate> for_model(const Model& model, std::string_view name = {});
+  /// Every family name, in a stable order.
+  static std::vector<std::string> names();
+
+  /// The family's name, e.g. "chatml".
+  std::string_view name() const;
+
+  /// The whole conversation as prompt text. `add_generation_prompt`: end with the text
+  /// that opens the assistant's reply (for families that have one).
+  std::string format(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+
+  /// Only the text that `added` contributes after `history`: what a context that already
+  /// holds format(history, false) must decode next. For every family the rendering of
+  /// earlier messages does not depend on later ones, so this is a suffix of
+  /// format(history + added, add_generation_prompt).
+  std::string format_delta(std::span<const ChatMessage> history, std::span<const ChatMessage> added,
+                           bool add_generation_prompt) const;
+
+  /// The text that ends an assistant message ("<|im_end|>", "<|eot_id|>", "</s>", ...):
+  /// generation stops when the model writes it. Valid while this template lives.
+  std::string_view end_marker() const;
+  /// Everything the family puts after an assistant message's content (e.g. "<|im_end|>\n"
+  /// for chatml): decoded after a reply so the context holds a closed turn.
+  std::string assistant_suffix() const;
+
+  /// Families whose template writes `eos_token` after every message (zephyr) use this
+  /// text: the model's EOS token text when the template comes from for_model, else "</s>".
+  void set_eos_text(std::string eos) { eos_ = std::move(eos); }
+  const std::string& eos_text() const { return eos_; }
+
+ private:
+  explicit ChatTemplate(const chat::Family* family) : family_(family) {}
+  const chat::Family* family_;
+  std::string eos_ = "</s>";
+};
+
+/// What one reply token produced.
+struct ReplyStep {
+  std::string text;   // text to show now (may be empty: held back or incomplete UTF-8)
+  bool done = false;  // the reply ended (end-of-generation token or end marker)
+};
+
+/// A conversation kept in a Context: each turn decodes only its own new tokens, and the
+/// KV cache holds the whole conversation (history is never evaluated twice).
+///
+/// Use: add_user_message(text); then, until a step is done or you stop, sample a token
+/// from logits() and push() it; then end_reply(). Sampling stays with the caller.
+class ChatSession {
+ public:
+  /// `context` and `tokenizer` must outlive the session; `context` should be empty. An
+  /// empty `system_prompt` adds no system message.
+  ChatSession(Context& context, const Tokenizer& tokenizer, ChatTemplate chat_template,
+              std::string system_prompt = {});
+
+  /// Adds a user message (with the system message before it on the first turn) and
+  /// decodes the tokens of this turn only, up to the assistant's generation prompt.
+  /// Errors: the turn does not fit in the context (then nothing is decoded and the
+  /// conversation is unchanged), or a reply is still open.
+  Status add_user_message(std::string_view text);
+
+  /// Logits to sample the next reply token from.
+  std::span<const float> logits() const;
+  /// True when no further reply token fits in the context.
+  bool context_full() const;
+
+  /// Takes the sampled token. An end-of-generation token ends the reply (not decoded);
+  /// any other token is decoded, and its text is returned, except text that may begin
+  /// the template's end marker, which is held back until it is known not to be one.
+  /// Writing the end marker ends the reply. Errors: no reply open, or the context is full.
+  Result<ReplyStep> push(TokenId token);
+
+  /// Closes the reply: decodes the template's assistant suffix (when it fits) so the
+  /// next turn follows a closed turn, and records the reply in the history. Returns the
+  /// text still held back (to show after the last step).
+  Result<std::string> end_reply();
+
+  /// Forgets the conversation (clears the context); the system prompt stays.
+  void reset();
+
+  /// The conversation so far (the system message included once it is decoded).
+  const std::vector<ChatMessage>& messages() const { return messages_; }
+  const ChatTemplate& chat_template() const { return template_; }
+  /// Tokens in the context.
+  int64_t n_past() const;
+  /// Tokens decoded by the last add_user_message.
+  int64_t last_turn_tokens() const { return last_turn_tokens_; }
+
+ private:
+  /// Starts (open) or forgets the reply state.
+  void open_reply(bool open);
+  std::string take_safe_text();
+
+  Context* context_;
+  const Tokenizer* tokenizer_;
+  ChatTemplate template_;
+  std::string system_prompt_;
+  std::vector<ChatMessage> messages_;
+  int64_t last_turn_tokens_ = 0;
+
+  // The open reply.
+  bool replying_ = false;
+  bool reply_done_ = false;  // an end-of-generation token or the end marker came
+  bool marker_seen_ = false;
+  bool unclosed_ = false;  // the last reply's suffix did not fit: the context is full
+  std::string reply_;      // text of the reply so far (what the history will record)
+  std::string pending_;    // decoded text not shown yet (could start the end marker)
+  StreamDecoder stream_;
+};
+
+}  // namespace tessera
