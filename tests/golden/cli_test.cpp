@@ -66,6 +66,27 @@ TEST(Cli, RunGreedyEqualsLogitsGreedy) {
   EXPECT_EQ(ran, std::vector<int>(greedy.begin(), greedy.begin() + std::ptrdiff_t(ran.size())));
 }
 
+// A context of 48 holds the 17-token prompt and 31 generated tokens; generation goes on
+// past it by context shifts (the first tokens up to the prompt kept), or stops there with
+// --no-context-shift. With the shift, the tokens before the first shift equal those of a
+// run with a context large enough.
+TEST(Cli, RunShiftsTheContextWhenItFills) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const std::string base = "run -m " + model + " -p 'Once upon a time' --temp 0 --ids -t 1 --ignore-eos ";
+  const Output big = run_cli(base + "-n 120 -c 256");
+  ASSERT_EQ(big.status, 0) << big.err;
+  const Output shifted = run_cli(base + "-n 120 -c 48 --keep -1");
+  ASSERT_EQ(shifted.status, 0) << shifted.err;
+  const std::vector<int> a = parse_ids(big.out), b = parse_ids(shifted.out);
+  ASSERT_EQ(b.size(), 120u) << shifted.err;
+  ASSERT_EQ(a.size(), 120u);
+  EXPECT_EQ(std::vector<int>(a.begin(), a.begin() + 31), std::vector<int>(b.begin(), b.begin() + 31));
+  const Output stopped = run_cli(base + "-n 120 -c 48 --no-context-shift");
+  ASSERT_EQ(stopped.status, 0) << stopped.err;
+  EXPECT_EQ(parse_ids(stopped.out).size(), 32u);  // 31 decoded + the one sampled from the last logits
+  EXPECT_NE(stopped.err.find("full"), std::string::npos) << stopped.err;
+}
+
 TEST(Cli, LogitsMatchesGoldenSchema) {
   TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
   const Output o = run_cli("logits -m " + model + " --prompt-ids 1,482,82 -n 3");

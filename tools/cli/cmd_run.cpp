@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "tessera/context.h"
 #include "tessera/grammar.h"
+#include "tessera/log.h"
 #include "tessera/model.h"
 #include "tessera/sampler.h"
 #include "tessera/tokenizer.h"
@@ -31,6 +32,9 @@ struct RunOptions {
   std::string grammar_file;
   bool json = false;
   bool print_ids = false;
+  int64_t keep = 1;             // context shift: positions kept at the start (-1: the prompt)
+  bool context_shift = true;    // when the context fills: shift (else stop)
+  bool ignore_eos = false;      // end-of-generation tokens get a -inf logit bias
 };
 
 using Clock = std::chrono::steady_clock;
@@ -94,10 +98,14 @@ int run_generate(const RunOptions& o) {
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
   Context& c = **ctx;
-  const int64_t budget = c.n_ctx() - int64_t(prompt.size());
-  if (budget < 0) {
+  if (int64_t(prompt.size()) > c.n_ctx()) {
     return fail("run: the prompt has " + std::to_string(prompt.size()) +
                 " tokens, more than the context of " + std::to_string(c.n_ctx()));
+  }
+  if (o.ignore_eos) {
+    for (TokenId id = 0; id < TokenId(c.n_vocab()); ++id) {
+      if (tok->is_eog(id)) params->logit_bias.push_back({id, -INFINITY});
+    }
   }
   Result<SamplerChain> sampler =
       SamplerChain::create(*params, static_cast<int32_t>(c.n_vocab()),
@@ -114,7 +122,8 @@ int run_generate(const RunOptions& o) {
   StreamDecoder stream(*tok);  // holds back characters split across tokens
   const auto t_gen = Clock::now();
   int generated = 0;
-  while (generated < o.n_predict && generated < budget && !sampler->done()) {
+  const int64_t n_keep = o.keep < 0 ? int64_t(prompt.size()) : std::min<int64_t>(o.keep, int64_t(prompt.size()));
+  while (generated < o.n_predict && !sampler->done()) {
     Result<TokenId> next = sampler->sample(c.logits());
     if (!next) return fail(next.status().message());
     if (tok->is_eog(*next)) break;
@@ -128,6 +137,17 @@ int run_generate(const RunOptions& o) {
     std::fflush(stdout);
     const TokenId one[] = {*next};
     if (generated < o.n_predict && !sampler->done()) {
+      if (c.n_past() >= c.n_ctx()) {  // full: shift (keep n_keep, drop half of the rest) or stop
+        if (!o.context_shift) {
+          std::fprintf(stderr, "\ntessera: context of %lld tokens full; stopping (--no-context-shift)\n",
+                       static_cast<long long>(c.n_ctx()));
+          break;
+        }
+        Result<int64_t> removed = c.context_shift(0, n_keep);
+        if (!removed) return fail(removed.status().message());
+        log(LogLevel::Info, "context shift: kept %lld, dropped %lld positions",
+            static_cast<long long>(n_keep), static_cast<long long>(*removed));
+      }
       if (Status s = c.decode(one); !s) return fail(s.message());
     }
   }
@@ -230,6 +250,14 @@ Command add_run(CLI::App& app) {
   text->excludes(file)->excludes(json);
   file->excludes(json);
   cmd->add_flag("--ids", o->print_ids, "print the generated token ids instead of text");
+  cmd->add_flag("--ignore-eos", o->ignore_eos,
+                "never end at an end-of-generation token (they get a -inf logit bias)");
+  cmd->add_option("--keep", o->keep,
+                  "when the context fills: positions kept at its start, the rest halved and "
+                  "shifted back (-1: the whole prompt)")
+      ->check(CLI::Range(int64_t(-1), int64_t(1) << 24));
+  cmd->add_flag("--context-shift,!--no-context-shift", o->context_shift,
+                "when the context fills, shift it (default) or stop generating");
   return {cmd, [o, text] {
             o->has_grammar_text = text->count() > 0;
             return run_generate(*o);
