@@ -26,11 +26,12 @@ constexpr int kMaxCols = 8;
 
 // Software prefetch of the weight stream into L2: a group's quants are read once per
 // tile, in order, and with the hardware prefetchers alone (which stop at 4 KiB pages)
-// decode waited on memory latency (~10-15 GB/s per core). Each loop step asks for the
-// bytes it will need kAhead bytes later, about a microsecond of decode ahead.
-constexpr size_t kAhead = 16384;
-// The k-quants do more work per byte; they look further ahead (measured: Q4_K 33 -> 44
-// GMAC/s per core out of cache at 32 KiB).
+// decode waited on memory latency. Each loop step asks for the bytes it will need kAhead
+// bytes later. Measured on one core streaming a 576 MB Q4_0 matrix (bench/gemm_bench.cpp
+// reads from cache, so this was measured apart): no prefetch ~14 GB/s (54 MB); L2 hint 16 KiB
+// ahead 20.6; 64 KiB ahead 22; L1 hint 16 KiB ahead 15. The k-quants do more work per
+// byte and stay at 32 KiB (64 KiB: no gain).
+constexpr size_t kAhead = 65536;
 constexpr size_t kAheadK = 32768;
 
 inline void prefetch_lines(const uint8_t* p, size_t bytes) {
