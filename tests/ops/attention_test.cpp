@@ -1,6 +1,7 @@
 // The fused attention op against a double-precision softmax(scale q k^T + mask) v:
 // grouped-query heads, F16 and F32 caches, head sizes that are and are not multiples of
-// the vector width, decode (one token) and prompt batches, causal and ragged masks,
+// the vector width, decode (one token) and prompt batches, causal and ragged masks, tiles
+// of 16 rows and of fewer than 4 rows (which take another path),
 // a token that sees no cell (zeros), and permuted queries / padded cache rows.
 #include <gtest/gtest.h>
 
@@ -39,6 +40,11 @@ const AttnCase kCases[] = {
     {128, 3, 2, 2, 200, kF16},               // long rows
     {16, 17, 3, 1, 50, kF32, false},         // no mask
     {32, 6, 4, 2, 45, kF16, true, Layout::Contiguous, Layout::Sliced},
+    // Fewer than 4 rows per KV head (decode without grouping): the row-at-a-time path.
+    {64, 1, 4, 4, 45, kF16},
+    {80, 1, 6, 3, 23, kF32},                 // 2 rows, head size 80
+    {128, 3, 2, 2, 70, kF16},                // 3 rows, one of them masked entirely
+    {8, 1, 8, 4, 17, kF32, false},           // tiny heads, no mask
 };
 
 const float kNegInf = -std::numeric_limits<float>::infinity();

@@ -88,7 +88,68 @@ void weighted_values(const AttnTile& t, const float* st, __m512 inv, int64_t d0,
   }
 }
 
+// ---- few rows (decode): lanes over the head dimension -----------------------------------
+// With fewer than kFewRows rows (a decode step of a model with little or no grouping),
+// one row per lane would leave most lanes idle; instead each row is done alone with
+// lanes over d: a score is a dot product (vector fmadds, one horizontal sum), the
+// softmax runs over 16 cells at a time, and the values accumulate into hd / 16 vectors.
+constexpr int kFewRows = 4;
+
+inline __mmask16 lanes(int64_t left) { return left >= kL ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u); }
+
+float dot_row(const float* q, const float* k, int64_t hd) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; d += kL) {
+    const __mmask16 m = lanes(hd - d);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), _mm512_maskz_loadu_ps(m, k + d), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+void row(const AttnTile& t, int r) {
+  float* s = t.scratch;  // n scores
+  float max = -INFINITY;
+  for (int64_t c = 0; c < t.n; ++c) {
+    float v = dot_row(t.q[r], t.k + size_t(c) * t.k_stride, t.hd);
+    if (t.mask) v += t.mask[t.mask_off[r] + c];
+    s[c] = v;
+    max = std::max(max, v);
+  }
+  float* out = t.out[r];
+  if (max == -INFINITY) {
+    std::fill(out, out + t.hd, 0.0f);
+    return;
+  }
+  __m512 sum = _mm512_setzero_ps();
+  const __m512 vmax = _mm512_set1_ps(max);
+  for (int64_t c = 0; c < t.n; c += kL) {
+    const __mmask16 m = lanes(t.n - c);
+    const __m512 p = _mm512_maskz_mov_ps(m, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + c), vmax)));
+    _mm512_mask_storeu_ps(s + c, m, p);
+    sum = _mm512_add_ps(sum, p);
+  }
+  const float inv = 1.0f / _mm512_reduce_add_ps(sum);
+  for (int64_t d = 0; d < t.hd; d += 4 * kL) {  // up to 4 vectors of d per pass over the cells
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t c = 0; c < t.n; ++c) {
+      const __m512 p = _mm512_set1_ps(s[c]);
+      const float* v = t.v + size_t(c) * t.v_stride + d;
+      for (int j = 0; j < 4; ++j) {
+        const int64_t dj = d + j * kL;
+        if (dj < t.hd) acc[j] = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(lanes(t.hd - dj), v + j * kL), acc[j]);
+      }
+    }
+    for (int j = 0; j < 4 && d + j * kL < t.hd; ++j) {
+      _mm512_mask_storeu_ps(out + d + j * kL, lanes(t.hd - d - j * kL), _mm512_mul_ps(acc[j], _mm512_set1_ps(inv)));
+    }
+  }
+}
+
 void tile(const AttnTile& t) {
+  if (t.rows < kFewRows) {
+    for (int r = 0; r < t.rows; ++r) row(t, r);
+    return;
+  }
   float* qt = t.scratch;
   float* st = t.scratch + t.hd * kL;
   transpose_queries(t, qt);
