@@ -8,40 +8,14 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "common/cli_run.h"
 #include "common/test_util.h"
 
 namespace tessera {
 namespace {
 
-struct Output {
-  int status = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-/// Runs the CLI with arguments (shell-quoted by the caller) and captures both streams.
-Output run_cli(const std::string& args) {
-  // ctest runs tests in parallel processes: each capture gets its own file.
-  static int calls = 0;
-  const std::string err_file = ::testing::TempDir() + "tessera_cli_stderr." +
-                               std::to_string(getpid()) + "." + std::to_string(calls++) + ".txt";
-  const std::string cmd = test::cli_path() + " " + args + " 2>" + err_file;
-  Output o;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return o;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
-  const int raw = pclose(p);
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  FILE* e = std::fopen(err_file.c_str(), "r");
-  if (e) {
-    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) o.err.append(buf.data(), n);
-    std::fclose(e);
-  }
-  std::remove(err_file.c_str());
-  return o;
-}
+using Output = test::CliOutput;
+Output run_cli(const std::string& args) { return test::run_tessera(args); }
 
 std::vector<int> parse_ids(const std::string& line) {
   std::vector<int> ids;

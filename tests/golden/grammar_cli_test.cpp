@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/cli_run.h"
 #include "common/test_util.h"
 #include "tessera/grammar.h"
 
@@ -21,11 +22,7 @@ namespace {
 constexpr const char* kModel = "models/stories260K.gguf";
 constexpr const char* kPrompt = "Once";
 
-struct Output {
-  int status = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using Output = test::CliOutput;
 
 std::string temp_path(const std::string& name) {
   static int calls = 0;
@@ -33,21 +30,7 @@ std::string temp_path(const std::string& name) {
          std::to_string(calls++) + "_" + name;
 }
 
-/// Runs the CLI with arguments (shell-quoted by the caller) and captures both streams.
-Output run_cli(const std::string& args) {
-  const std::string err_file = temp_path("stderr.txt");
-  Output o;
-  FILE* p = popen((test::cli_path() + " " + args + " 2>" + err_file).c_str(), "r");
-  if (!p) return o;
-  std::array<char, 4096> buf{};
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) o.out.append(buf.data(), n);
-  const int raw = pclose(p);
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream e(err_file, std::ios::binary);
-  o.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  std::remove(err_file.c_str());
-  return o;
-}
+Output run_cli(const std::string& args) { return test::run_tessera(args); }
 
 /// The generated text: stdout without the echoed prompt and the final newline.
 std::string generated_text(const Output& o) {

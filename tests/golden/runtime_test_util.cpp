@@ -77,25 +77,5 @@ std::vector<TokenId> some_tokens(size_t n, int seed, int64_t n_vocab) {
   return t;
 }
 
-CliOutput run_cli(const std::string& args) {
-  static int calls = 0;
-  const std::string err_file = ::testing::TempDir() + "tessera_rt_stderr." + std::to_string(getpid()) +
-                               "." + std::to_string(calls++) + ".txt";
-  const std::string cmd = cli_path() + " " + args + " 2>" + err_file;
-  CliOutput o;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return o;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
-  const int raw = pclose(p);
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  if (FILE* e = std::fopen(err_file.c_str(), "r")) {
-    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) o.err.append(buf.data(), n);
-    std::fclose(e);
-  }
-  std::remove(err_file.c_str());
-  return o;
-}
 
 }  // namespace tessera::test

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli_run.h"
 #include "tessera/batch.h"
 #include "tessera/context.h"
 #include "tessera/model.h"
@@ -31,12 +32,7 @@ std::vector<std::vector<float>> decode_alone(const Model& m, std::span<const Tok
 /// A deterministic token list of length n in [1, n_vocab), different for each seed.
 std::vector<TokenId> some_tokens(size_t n, int seed, int64_t n_vocab);
 
-struct CliOutput {
-  int status = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
 /// Runs the `tessera` command with arguments (shell-quoted by the caller).
-CliOutput run_cli(const std::string& args);
+inline CliOutput run_cli(const std::string& args) { return run_tessera(args); }
 
 }  // namespace tessera::test

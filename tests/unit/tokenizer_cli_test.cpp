@@ -7,26 +7,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/cli_run.h"
 #include "common/test_util.h"
 
 namespace tessera {
 namespace {
 
-struct CliRun {
-  int status;
-  std::string out;
-};
-
-CliRun run_cli(const std::string& args) {
-  const std::string cmd = test::cli_path() + " tokenize " + args + " 2>/dev/null";
-  CliRun r{-1, ""};
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof(buf), pipe)) > 0;) r.out.append(buf, n);
-  r.status = pclose(pipe);
-  return r;
-}
+using CliRun = test::CliOutput;
+CliRun run_cli(const std::string& args) { return test::run_tessera("tokenize " + args); }
 
 TEST(TokenizeCommand, IdsPiecesAndDefault) {
   TESSERA_REQUIRE_SHARED(path, "vocab/ggml-vocab-gpt-2.gguf");
