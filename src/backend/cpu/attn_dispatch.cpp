@@ -9,7 +9,7 @@ const AttnKernels* attn_kernels_for(Isa isa) {
     case Isa::Reference:
       return &reference::kAttnKernels;
     case Isa::Avx2:
-      return nullptr;
+      return &avx2::kAttnKernels;
     case Isa::Avx512:
       return &avx512::kAttnKernels;
   }

@@ -3,7 +3,8 @@
 // sum of values). One table per vector level; the reference level (kernels/reference/
 // attention.cpp) states the computation, AVX-512 (kernels/x86_avx512/attention.cpp) keeps
 // one query row per 512-bit lane, so K and V rows are read in their natural layout as
-// broadcast scalars and no transposes are needed. AVX2 uses the reference kernel.
+// broadcast scalars and no transposes are needed. AVX2 (kernels/x86_avx2/attention.cpp)
+// does one row at a time with lanes over the head dimension.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +46,9 @@ const AttnKernels& attn_kernels();
 const AttnKernels* attn_kernels_for(Isa isa);
 
 namespace reference {
+extern const AttnKernels kAttnKernels;
+}
+namespace avx2 {
 extern const AttnKernels kAttnKernels;
 }
 namespace avx512 {
