@@ -34,32 +34,7 @@ constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, 
 constexpr Isa kIsas[] = {Isa::Reference, Isa::Avx2, Isa::Avx512};
 constexpr int64_t kRow = 4096;
 
-// Offsets of the fp16 scale fields of a weight block.
-std::vector<size_t> fp16_fields(DType t) {
-  using namespace quant;
-  switch (t) {
-    case DType::Q4_0:
-      return {offsetof(BlockQ4_0, d)};
-    case DType::Q4_1:
-      return {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m)};
-    case DType::Q5_0:
-      return {offsetof(BlockQ5_0, d)};
-    case DType::Q5_1:
-      return {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)};
-    case DType::Q8_0:
-      return {offsetof(BlockQ8_0, d)};
-    case DType::Q2_K:
-      return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
-    case DType::Q3_K:
-      return {offsetof(BlockQ3_K, d)};
-    case DType::Q4_K:
-      return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
-    case DType::Q5_K:
-      return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
-    default:
-      return {offsetof(BlockQ6_K, d)};
-  }
-}
+using quant::fp16_fields;
 
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }

@@ -9,6 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
+
+#include "tessera/dtype.h"
 
 namespace tessera::quant {
 
@@ -127,6 +130,35 @@ struct BlockQ8_K {
   int8_t qs[QK_K];
   int16_t bsums[QK_K / 16];
 };
+
+/// Offsets of a weight block's fp16 fields: the scale, then the min where there is one
+/// (Q4_1, Q5_1: m; Q2_K, Q4_K, Q5_K: dmin).
+inline std::vector<size_t> fp16_fields(DType t) {
+  switch (t) {
+    case DType::Q4_0:
+      return {offsetof(BlockQ4_0, d)};
+    case DType::Q4_1:
+      return {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m)};
+    case DType::Q5_0:
+      return {offsetof(BlockQ5_0, d)};
+    case DType::Q5_1:
+      return {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)};
+    case DType::Q8_0:
+      return {offsetof(BlockQ8_0, d)};
+    case DType::Q2_K:
+      return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case DType::Q3_K:
+      return {offsetof(BlockQ3_K, d)};
+    case DType::Q4_K:
+      return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+    case DType::Q5_K:
+      return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
+    case DType::Q6_K:
+      return {offsetof(BlockQ6_K, d)};
+    default:
+      return {};
+  }
+}
 
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
