@@ -41,9 +41,9 @@ bool repack_enabled() {
 Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file) {
   RepackedWeights out;
   if (!repack_enabled()) return out;
-  const std::vector<Tensor*> todo = candidates(w);
-  if (todo.empty()) return out;
-  for (const Tensor* t : todo) out.bytes += (t->nbytes() + kAlign - 1) / kAlign * kAlign;
+  const std::vector<Tensor*> matrices = candidates(w);
+  if (matrices.empty()) return out;
+  for (const Tensor* t : matrices) out.bytes += (t->nbytes() + kAlign - 1) / kAlign * kAlign;
   const size_t reserved = (out.bytes + kHugePage - 1) / kHugePage * kHugePage;
   out.data.reset(std::aligned_alloc(kHugePage, reserved));
   if (!out.data) {
@@ -52,7 +52,7 @@ Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file) 
   }
   ::madvise(out.data.get(), reserved, MADV_HUGEPAGE);  // a hint: failure only costs speed
   auto* dst = static_cast<uint8_t*>(out.data.get());
-  for (Tensor* t : todo) {
+  for (Tensor* t : matrices) {
     const auto* src = static_cast<const uint8_t*>(t->data);
     cpu::repack_rows(t->type, src, dst, t->ne[1], t->ne[0]);
     file.release_pages(size_t(src - file.file_data()), t->nbytes());
