@@ -32,6 +32,9 @@ struct ModelInfo {
   int64_t n_ff = 0;
   uint64_t n_params = 0;    // elements of all weights
   uint64_t weight_bytes = 0;
+  /// Weight bytes one generated token reads: every weight except the token embedding,
+  /// of which one row (all of it when the output projection is tied to it).
+  uint64_t decode_bytes = 0;
 };
 
 class Model {

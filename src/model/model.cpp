@@ -58,6 +58,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
     info.n_params += uint64_t(t.n_elements());
     info.weight_bytes += t.nbytes;
   }
+  const Tensor* embd = impl->weights.token_embd;
+  const bool tied = impl->weights.output == nullptr;
+  info.decode_bytes = info.weight_bytes - embd->nbytes() + (tied ? embd->nbytes() : embd->nb[1]);
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
 

@@ -128,6 +128,31 @@ TEST(Cli, BenchReportsBothTests) {
   EXPECT_GT(j["peak_rss_mib"].get<double>(), 0.0);
 }
 
+TEST(Cli, BenchPairsGenerationWithBandwidthProbes) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const Output o = run_cli("bench -m " + model + " -p 8 -n 4 -r 2 -t 2 -o json --bandwidth");
+  ASSERT_EQ(o.status, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_FALSE(j["results"][0].contains("roofline_ratio"));  // pp is not paired
+  const auto& tg = j["results"][1];
+  const double bytes = tg["decode_bytes"].get<double>();
+  EXPECT_GT(bytes, 0.0);
+  EXPECT_LT(bytes, tg["size_bytes"].get<double>());  // the token embedding is read one row a token
+  ASSERT_EQ(tg["bandwidth_gbs"].size(), 2u);
+  ASSERT_EQ(tg["roofline_ratio_samples"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const double gbs = tg["bandwidth_gbs"][i].get<double>();
+    EXPECT_GT(gbs, 0.1);
+    EXPECT_NEAR(tg["roofline_ratio_samples"][i].get<double>(),
+                tg["samples"][i].get<double>() * bytes / (gbs * 1e9), 1e-9);
+  }
+  // The probe's buffer would count in the peak RSS: the two flags are refused together.
+  const Output both = run_cli("bench -m " + model + " -p 8 -n 4 -r 1 --bandwidth --memory");
+  EXPECT_NE(both.status, 0);
+  EXPECT_NE(both.err.find("--memory"), std::string::npos) << both.err;
+}
+
 TEST(Cli, SynthModelRuns) {
   const std::string path = ::testing::TempDir() + "tessera_synth_test.gguf";
   const Output s = run_cli("synth -o " + path + " --n-layer 1 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 96 --n-vocab 400");

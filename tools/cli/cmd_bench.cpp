@@ -51,13 +51,13 @@ Stats stats_of(const std::vector<double>& v) {
   return s;
 }
 
-/// Bytes per second of reading a buffer far larger than the caches with `threads` threads,
+/// Bytes per second of reading `bytes` (far larger than the caches) with `threads` threads,
 /// on 2 MiB pages like the repacked weights: every word summed into 8 independent
-/// accumulators (the compiler vectorises the loop). The best of 5 runs, timed from a
-/// common start to the last thread's end (threads are created before the clock starts).
+/// accumulators (the compiler vectorises the loop). The best of `reps` runs, each timed
+/// from a common start to the last thread's end (threads are created before the clock
+/// starts).
 /// (Software prefetch did not raise it on the machines we measure.)
-double measure_read_bandwidth(int threads) {
-  const size_t bytes = size_t(1) << 30;
+double measure_read_bandwidth(int threads, size_t bytes, int reps) {
   const size_t huge = size_t(2) << 20;
   std::unique_ptr<uint64_t, void (*)(void*)> buf(static_cast<uint64_t*>(std::aligned_alloc(huge, bytes)),
                                                  std::free);
@@ -67,7 +67,7 @@ double measure_read_bandwidth(int threads) {
   std::fill(buf.get(), buf.get() + n, uint64_t(1));
   constexpr size_t kLine = 64 / sizeof(uint64_t);  // words per cache line
   double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     std::vector<uint64_t> sums(size_t(threads) * 8, 0);
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
@@ -103,27 +103,57 @@ double measure_read_bandwidth(int threads) {
   return best;
 }
 
-/// Tokens per second of each repetition of one test (pp or tg) on a cleared context.
-Result<std::vector<double>> run_test(Context& ctx, int n_prompt, int n_gen, int reps, int64_t n_vocab) {
-  std::mt19937 rng(1234);
+/// Tokens per second of one run of a test (pp or tg) on a cleared context.
+Result<double> run_once(Context& ctx, int n_prompt, int n_gen, int64_t n_vocab, std::mt19937& rng) {
   std::uniform_int_distribution<TokenId> pick(0, TokenId(n_vocab - 1));
-  std::vector<double> tps;
-  for (int rep = -1; rep < reps; ++rep) {  // rep -1 is a warm-up, not counted
-    ctx.clear();
-    std::vector<TokenId> tokens(static_cast<size_t>(std::max(n_prompt, 1)));
-    for (TokenId& t : tokens) t = pick(rng);
-    const auto t0 = Clock::now();
-    if (n_prompt > 0) {
-      TESSERA_RETURN_IF_ERROR(ctx.decode(tokens));
-    }
-    for (int i = 0; i < n_gen; ++i) {
-      const TokenId one[] = {pick(rng)};
-      TESSERA_RETURN_IF_ERROR(ctx.decode(one));
-    }
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (rep >= 0) tps.push_back(double(n_prompt + n_gen) / s);
+  ctx.clear();
+  std::vector<TokenId> tokens(static_cast<size_t>(std::max(n_prompt, 1)));
+  for (TokenId& t : tokens) t = pick(rng);
+  const auto t0 = Clock::now();
+  if (n_prompt > 0) {
+    TESSERA_RETURN_IF_ERROR(ctx.decode(tokens));
   }
-  return tps;
+  for (int i = 0; i < n_gen; ++i) {
+    const TokenId one[] = {pick(rng)};
+    TESSERA_RETURN_IF_ERROR(ctx.decode(one));
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return double(n_prompt + n_gen) / s;
+}
+
+/// The paired probe of a tg repetition: this VM's read bandwidth changes from one second
+/// to the next (docs/performance.md), so each repetition's roofline comes from probes
+/// taken just before and just after it rather than from one probe at the start.
+constexpr size_t kPairedProbeBytes = size_t(512) << 20;
+constexpr int kPairedProbeReps = 3;
+// The engine's worker threads spin for a while after a decode before they sleep; the
+// probe waits for that so it does not share the cores with them.
+constexpr auto kQuiet = std::chrono::milliseconds(300);
+
+double paired_probe(int threads) {
+  std::this_thread::sleep_for(kQuiet);
+  return measure_read_bandwidth(threads, kPairedProbeBytes, kPairedProbeReps);
+}
+
+struct Samples {
+  std::vector<double> tps;        // tokens/s per repetition
+  std::vector<double> bandwidth;  // paired probe per repetition (bytes/s), tg with --bandwidth
+};
+
+/// `reps` repetitions after one uncounted warm-up; with `pair`, each is bracketed by probes.
+Result<Samples> run_test(Context& ctx, int n_prompt, int n_gen, int reps, int64_t n_vocab,
+                         bool pair, int threads) {
+  std::mt19937 rng(1234);
+  Samples out;
+  TESSERA_RETURN_IF_ERROR(run_once(ctx, n_prompt, n_gen, n_vocab, rng).status());
+  for (int rep = 0; rep < reps; ++rep) {
+    const double before = pair ? paired_probe(threads) : 0.0;
+    Result<double> tps = run_once(ctx, n_prompt, n_gen, n_vocab, rng);
+    if (!tps) return tps.status();
+    out.tps.push_back(*tps);
+    if (pair) out.bandwidth.push_back((before + paired_probe(threads)) / 2);
+  }
+  return out;
 }
 
 /// 1.23 GiB / 45.6 MiB for sizes; 1.10 B / 15.0 M for counts.
@@ -139,16 +169,36 @@ std::string human(double v, bool bytes) {
   return buf;
 }
 
+/// The roofline lines printed under the table for a tg row measured with paired probes.
+void print_roofline(const nlohmann::json& r, bool md) {
+  const char* lead = md ? "" : "# ";
+  const double bytes = r["decode_bytes"].get<double>();
+  std::printf("%sroofline %s (%.1f MB of weights read per token; probe before and after each repetition):\n",
+              lead, r["test"].get<std::string>().c_str(), bytes / 1e6);
+  const auto& tps = r["samples"];
+  const auto& bw = r["bandwidth_gbs"];
+  for (size_t i = 0; i < tps.size(); ++i) {
+    const double roof = bw[i].get<double>() * 1e9 / bytes;
+    std::printf("%s  %.1f GB/s -> roofline %.1f t/s; measured %.2f t/s = %.0f%%\n", lead,
+                bw[i].get<double>(), roof, tps[i].get<double>(), 100.0 * tps[i].get<double>() / roof);
+  }
+  std::printf("%s  mean %.0f%% ± %.0f%% of the roofline\n", lead, 100.0 * r["roofline_ratio"].get<double>(),
+              100.0 * r["roofline_ratio_stddev"].get<double>());
+}
+
 int run_bench(const BenchOptions& o) {
   if (o.output != "md" && o.output != "json" && o.output != "csv") {
     return fail("bench: -o must be md, json or csv");
   }
-  double bw = 0;
-  if (o.bandwidth) bw = measure_read_bandwidth(o.threads);
   if (o.model.empty()) {
     if (!o.bandwidth) return fail("bench: give -m MODEL (or --bandwidth alone)");
+    const double bw = measure_read_bandwidth(o.threads, size_t(1) << 30, 5);
     std::printf("memory read bandwidth, %d threads: %.1f GB/s\n", o.threads, bw / 1e9);
     return 0;
+  }
+  if (o.memory && o.bandwidth) {
+    return fail("bench: --memory and --bandwidth cannot be combined (the peak would count the "
+                "bandwidth probe's buffer); run them separately");
   }
   Result<std::unique_ptr<Model>> model = Model::load(o.model);
   if (!model) return fail(model.status().message());
@@ -165,13 +215,28 @@ int run_bench(const BenchOptions& o) {
 
   nlohmann::json rows = nlohmann::json::array();
   auto add_row = [&](const std::string& test, int n_p, int n_g) -> int {
-    Result<std::vector<double>> tps = run_test(**ctx, n_p, n_g, o.reps, info.n_vocab);
-    if (!tps) return fail(tps.status().message());
-    const Stats s = stats_of(*tps);
-    rows.push_back({{"model", std::filesystem::path(o.model).filename().string()},
-                    {"size_bytes", info.weight_bytes}, {"params", info.n_params},
-                    {"threads", o.threads}, {"test", test}, {"reps", o.reps},
-                    {"tokens_per_second", s.mean}, {"stddev", s.stddev}, {"samples", *tps}});
+    const bool pair = o.bandwidth && n_p == 0;
+    Result<Samples> r = run_test(**ctx, n_p, n_g, o.reps, info.n_vocab, pair, o.threads);
+    if (!r) return fail(r.status().message());
+    const Stats s = stats_of(r->tps);
+    nlohmann::json row = {{"model", std::filesystem::path(o.model).filename().string()},
+                          {"size_bytes", info.weight_bytes}, {"params", info.n_params},
+                          {"threads", o.threads}, {"test", test}, {"reps", o.reps},
+                          {"tokens_per_second", s.mean}, {"stddev", s.stddev}, {"samples", r->tps}};
+    if (pair) {
+      std::vector<double> gbs, ratio;
+      for (size_t i = 0; i < r->tps.size(); ++i) {
+        gbs.push_back(r->bandwidth[i] / 1e9);
+        ratio.push_back(r->tps[i] * double(info.decode_bytes) / r->bandwidth[i]);
+      }
+      const Stats rs = stats_of(ratio);
+      row["decode_bytes"] = info.decode_bytes;
+      row["bandwidth_gbs"] = gbs;
+      row["roofline_ratio"] = rs.mean;
+      row["roofline_ratio_stddev"] = rs.stddev;
+      row["roofline_ratio_samples"] = ratio;
+    }
+    rows.push_back(row);
     return 0;
   };
   if (o.n_prompt > 0 && add_row("pp" + std::to_string(o.n_prompt), o.n_prompt, 0) != 0) return 1;
@@ -183,10 +248,6 @@ int run_bench(const BenchOptions& o) {
   if (o.output == "json") {
     nlohmann::json out = {{"results", rows}};
     if (o.memory) out["peak_rss_mib"] = peak_mib;
-    if (o.bandwidth) {
-      out["read_bandwidth_gbs"] = bw / 1e9;
-      out["tg_roofline_tokens_per_second"] = bw / double(info.weight_bytes);
-    }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -210,10 +271,11 @@ int run_bench(const BenchOptions& o) {
     }
   }
   if (o.memory) std::printf("%speak RSS: %.1f MiB\n", md ? "\n" : "# ", peak_mib);
-  if (o.bandwidth) {
-    std::printf("%sread bandwidth (%d threads): %.1f GB/s; tg roofline = bandwidth / %.1f MB of weights = %.1f t/s\n",
-                md ? "\n" : "# ", o.threads, bw / 1e9, double(info.weight_bytes) / 1e6,
-                bw / double(info.weight_bytes));
+  for (const auto& r : rows) {
+    if (r.contains("roofline_ratio")) {
+      if (md) std::printf("\n");
+      print_roofline(r, md);
+    }
   }
   return 0;
 }
@@ -233,7 +295,10 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test (after one warm-up)")->check(CLI::Range(1, 1000));
   cmd->add_option("-o,--output", o->output, "output format: md, json or csv");
   cmd->add_flag("--memory", o->memory, "also report the peak resident memory");
-  cmd->add_flag("--bandwidth", o->bandwidth, "also measure memory read bandwidth and the tg roofline");
+  cmd->add_flag("--bandwidth", o->bandwidth,
+                "alone: measure memory read bandwidth; with -m: bracket each tg repetition with "
+                "bandwidth probes and report tg against its roofline (bandwidth / weight bytes "
+                "read per token); not with --memory");
   return {cmd, [o] { return run_bench(*o); }};
 }
 
