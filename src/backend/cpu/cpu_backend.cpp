@@ -85,10 +85,17 @@ Status CpuBackend::compute(const Graph& graph) {
   }
 
   const std::vector<Tensor*>& nodes = graph.nodes();
+  if (!slots_) slots_ = std::make_unique<cpu::WorkSlot[]>(size_t(nth));
+  // Node i of this compute is number first + i (never 0, which fresh slots carry).
+  if (seq_ > UINT32_MAX - nodes.size() - 1) seq_ = 0;
+  const uint32_t first = seq_ + 1;
+  seq_ += uint32_t(nodes.size());
   pool_.run([&](int ith, int n) {
-    cpu::KernelParams p{ith, n, work_.get(), work_size_};
-    for (Tensor* node : nodes) {
+    cpu::KernelParams p{ith, n, work_.get(), work_size_, slots_.get(), 0};
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      Tensor* node = nodes[i];
       if (op_is_view(node->op)) continue;
+      p.seq = first + uint32_t(i);
       const cpu::OpEntry& e = cpu::op_entry(node->op);
       if (e.prepare && e.prepare(node, p)) pool_.barrier();
       e.compute(node, p);

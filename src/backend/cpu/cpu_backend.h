@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/work_queue.h"
 
 namespace tessera {
 
@@ -38,6 +39,8 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::unique_ptr<char, FreeDeleter> work_;  // scratch shared by the kernels, 64-byte aligned
   size_t work_size_ = 0;
+  std::unique_ptr<cpu::WorkSlot[]> slots_;  // one per thread, for the kernels' work queues
+  uint32_t seq_ = 0;                        // number of the last node computed (WorkQueue)
 };
 
 }  // namespace tessera

@@ -3,17 +3,22 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
+#include "backend/cpu/work_queue.h"
 #include "core/tensor.h"
 
 namespace tessera::cpu {
 
-/// What a kernel invocation gets: its thread index, the thread count, and scratch.
+/// What a kernel invocation gets: its thread index, the thread count, scratch, and what
+/// it needs to share work items dynamically (work_queue.h).
 struct KernelParams {
   int ith = 0;
   int nth = 1;
   char* work = nullptr;  // shared scratch of the size work_size() asked for, 64-byte aligned
   size_t work_size = 0;
+  WorkSlot* slots = nullptr;  // nth slots; null: the kernel splits its work statically
+  uint32_t seq = 0;           // this node's number for WorkQueue (nonzero when slots is set)
 };
 
 struct OpEntry {

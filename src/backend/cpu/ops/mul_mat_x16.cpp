@@ -1,6 +1,7 @@
 #include "backend/cpu/ops/mul_mat_x16.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "backend/cpu/gemm_kernels.h"
 #include "backend/cpu/ops/common.h"
@@ -13,6 +14,10 @@ constexpr size_t kAlign = 64;
 // Activation bytes a chunk of columns may take: the chunk stays in L2 (2 MiB on the
 // machines we measure) while every weight group of the thread passes over it.
 constexpr size_t kChunkBytes = 1u << 20;
+// Runs of weight groups per thread in the work queue: enough that a thread that is done
+// can take over part of a slow one's share, few enough that each run is a long
+// sequential stream for the prefetchers.
+constexpr int64_t kRunsPerThread = 8;
 
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -97,8 +102,13 @@ bool mul_mat_x16_prepare(Tensor* node, const KernelParams& p) {
   return true;
 }
 
-// Threads split the weight groups; with fewer groups than threads they split columns.
-// dst is dense: column c (a src1 row, all planes flattened) is dst + c * ne0.
+// The weight groups are split between the threads; with fewer groups than threads, the
+// columns are. When all columns fit in one chunk (generation, small batches) the groups
+// are handed out as runs through a WorkQueue: each thread streams its own share of the
+// matrix in order, and one that finishes early takes runs from the end of another's
+// share instead of waiting for it. dst is dense: column c (a src1 row, all planes
+// flattened) is dst + c * ne0. Every output is computed by one tile with a fixed order
+// of operations, so the split never changes the results.
 void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
   const Tensor* a = node->src[0];
   const X16Layout l = layout_of(node);
@@ -111,16 +121,7 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
   auto* dst = static_cast<float*>(node->data);
   const size_t dst_stride = size_t(node->ne[0]);
 
-  int64_t g0 = 0, g1 = n_groups, c0 = 0, c1 = n_cols;
-  if (n_groups >= p.nth) {
-    split_range(n_groups, p.ith, p.nth, &g0, &g1);
-  } else {
-    split_range(n_cols, p.ith, p.nth, &c0, &c1);
-  }
-  // Multiples of 24: whole tiles of both kernels (8 quantized columns, 12 float ones).
-  const int64_t chunk = std::max<int64_t>(24, int64_t(kChunkBytes / l.act_row) / 24 * 24);
-  for (int64_t cs = c0; cs < c1; cs += chunk) {
-    const int64_t ce = std::min(c1, cs + chunk);
+  auto run = [&](int64_t g0, int64_t g1, int64_t cs, int64_t ce) {
     for (int64_t g = g0; g < g1; ++g) {
       const char* w = static_cast<const char*>(a->data) + size_t(g) * group_bytes;
       const char* x = act + size_t(cs) * l.act_row;
@@ -133,7 +134,22 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
                              dst_stride);
       }
     }
+  };
+  // Multiples of 24: whole tiles of both kernels (8 quantized columns, 12 float ones).
+  const int64_t chunk = std::max<int64_t>(24, int64_t(kChunkBytes / l.act_row) / 24 * 24);
+  if (n_cols <= chunk && n_groups >= p.nth && p.slots != nullptr) {
+    const int64_t n_runs = std::min<int64_t>(n_groups, kRunsPerThread * p.nth);
+    WorkQueue queue(p.slots, p.ith, p.nth, p.seq, n_runs);
+    for (int64_t r; queue.next(&r);) run(n_groups * r / n_runs, n_groups * (r + 1) / n_runs, 0, n_cols);
+    return;
   }
+  int64_t g0 = 0, g1 = n_groups, c0 = 0, c1 = n_cols;
+  if (n_groups >= p.nth) {
+    split_range(n_groups, p.ith, p.nth, &g0, &g1);
+  } else {
+    split_range(n_cols, p.ith, p.nth, &c0, &c1);
+  }
+  for (int64_t cs = c0; cs < c1; cs += chunk) run(g0, g1, cs, std::min(c1, cs + chunk));
 }
 
 }  // namespace tessera::cpu
