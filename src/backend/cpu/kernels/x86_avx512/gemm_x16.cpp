@@ -24,17 +24,18 @@ namespace {
 
 constexpr int kMaxCols = 8;
 
-// Software prefetch of the weight stream into L2: a group's quants are read once per
-// tile, in order, and with the hardware prefetchers alone (which stop at 4 KiB pages)
-// decode waited on memory latency. Each loop step asks for the bytes it will need kAhead
-// bytes later. Measured on one core streaming a 576 MB Q4_0 matrix (bench/gemm_bench.cpp
-// reads from cache, so this was measured apart): no prefetch ~14 GB/s (54 MB); L2 hint 16 KiB
-// ahead 20.6; 64 KiB ahead 22; L1 hint 16 KiB ahead 15. The k-quants do more work per
-// byte and stay at 32 KiB (64 KiB: no gain).
+// Software prefetch of the weight stream into L2. A group (its quants, then its scales)
+// is one contiguous run of bytes read front to back once per tile, and each block takes
+// an equal share of it: the block asks for its share of the bytes kAhead further on
+// (quants and scales alike), so the prefetch front sweeps the stream evenly without gaps.
+// With the hardware prefetchers alone (which stop at 4 KiB pages) decode waits on memory
+// latency. One core streaming a 302 MB Q4_0 matrix (docs/performance.md): no prefetch
+// ~14 GB/s; quants-only prefetch 64 KiB ahead (which left the scales and part of each
+// group to demand misses) ~23; the even sweep 64 KiB ahead ~30, a plain read loop ~31.
 constexpr size_t kAhead = 65536;
-constexpr size_t kAheadK = 32768;
 
-inline void prefetch_lines(const uint8_t* p, size_t bytes) {
+inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
+  const uint8_t* p = group + pos + kAhead;
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
 }
 
@@ -83,6 +84,18 @@ inline __m512 column_step(__m512 acc, const __m512i (&w)[8], __m512 dw, const Bl
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
 }
 
+// Decode (one column) streams the weights from memory. Making the compiler store the
+// block's unpacked weight registers to the stack and load them back before the dot
+// products lets one core stream more: a ~300 MB matrix on Zen 4, Q4_0 24 -> 31 GB/s,
+// Q4_K 22 -> 29, Q6_K 19 -> 23 (a plain read loop: ~32); Q8_0, whose registers are the
+// stream's loads themselves, gains nothing. Measured, not derived; our reading is that
+// the dot products then wait on L1 loads in the load queue rather than in the vector
+// scheduler, so the core runs further ahead and keeps more misses in flight.
+template <size_t M>
+inline void through_l1(__m512i (&w)[M]) {
+  asm volatile("" : : "m"(w) : "memory");
+}
+
 // Register w[j] holds, for each of the 16 rows, the 4 weights that meet activation word j.
 inline void load_q4_0(const uint8_t* quants, __m512i (&w)[8]) {
   const __m512i low = _mm512_set1_epi8(0x0F);
@@ -107,14 +120,15 @@ void tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, const char*
     cols[c] = reinterpret_cast<const BlockQ8X*>(act + size_t(c) * act_stride);
   }
   for (int64_t b = 0; b < nb; ++b) {
-    prefetch_lines(quants + b * kBlockBytes + kAhead, kBlockBytes);
-    if (b % 4 == 0) prefetch_lines(reinterpret_cast<const uint8_t*>(scales + (b + 64) * kGroupRows), 128);
+    constexpr size_t kShare = kBlockBytes + kGroupRows * sizeof(uint16_t);  // quants + scales
+    prefetch_stream(quants, size_t(b) * kShare, kShare);
     __m512i w[8];
     if constexpr (kQ4) {
       load_q4_0(quants + b * kBlockBytes, w);
     } else {
       load_q8_0(quants + b * kBlockBytes, w);
     }
+    if constexpr (N == 1 && kQ4) through_l1(w);  // (Q8_0: measured no gain)
     const __m512 dw = _mm512_cvtph_ps(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kGroupRows)));
     for (int c = 0; c < N; ++c) acc[c] = column_step(acc[c], w, dw, cols[c][b]);
@@ -200,8 +214,7 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const cha
   const __m512i low = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* mb = meta + b * 256;
-    prefetch_lines(quants + b * 2048 + kAheadK, 2048);
-    prefetch_lines(mb + kAheadK / 8, 256);
+    prefetch_stream(quants, size_t(b) * (2048 + 256), 2048 + 256);
     const Q4KScales s = decode_q4_K(mb + 64);
     __m512i isum[N];
     for (int c = 0; c < N; ++c) isum[c] = _mm512_setzero_si512();
@@ -211,6 +224,10 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const cha
         const __m512i raw = _mm512_loadu_si512(quants + b * 2048 + i * 512 + w * 64);
         lo[w] = _mm512_and_si512(raw, low);
         hi[w] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+      }
+      if constexpr (N == 1) {
+        through_l1(lo);
+        through_l1(hi);
       }
       for (int c = 0; c < N; ++c) {
         const auto* q = reinterpret_cast<const int32_t*>(cols[c][b].qs + 64 * i);
@@ -299,8 +316,7 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const cha
   }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* sb = quants + b * 3072;
-    prefetch_lines(sb + kAheadK, 3072);
-    prefetch_lines(meta + (b + 1) * 288 + kAheadK / 10, 320);
+    prefetch_stream(quants, size_t(b) * (3072 + 288), 3072 + 288);
     Q6KScales s;
     decode_q6_K(meta + b * 288, s);
     __m512i isum[N];
@@ -309,6 +325,7 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const cha
       for (int k = 0; k < 4; ++k) {
         __m512i op[8];
         load_q6_K_quarter(sb, h, k, op);
+        if constexpr (N == 1) through_l1(op);
         const __m512i sa = s.sc[8 * h + 2 * k];
         const __m512i sb2 = s.sc[8 * h + 2 * k + 1];
         for (int c = 0; c < N; ++c) {
@@ -358,7 +375,7 @@ void tile_f16(const uint16_t* h, int64_t k, const float* x, size_t x_stride, flo
   for (int c = 0; c < N; ++c) even[c] = odd[c] = _mm512_setzero_ps();
   int64_t e = 0;
   for (; e + 2 <= k; e += 2) {
-    if (e % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(h + e * kGroupRows) + kAhead, _MM_HINT_T0);
+    if (e % 2 == 0) prefetch_stream(reinterpret_cast<const uint8_t*>(h), size_t(e) * 32, 64);
     const __m512 w0 = halves(h, e);
     const __m512 w1 = halves(h, e + 1);
     for (int c = 0; c < N; ++c) {
