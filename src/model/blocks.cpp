@@ -38,6 +38,25 @@ Tensor* layer_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps) {
 
 namespace {
 
+/// Rows [r0, r0 + n_head * head_dim) of every column of m [rows, cols], as
+/// [head_dim, n_head, cols]: a view with m's column stride.
+Tensor* head_rows(Graph& g, Tensor* m, int64_t r0, int64_t head_dim, int64_t n_head) {
+  const size_t e = m->nb[0];
+  const Strides nb{e, size_t(head_dim) * e, m->nb[1], m->nb[1] * size_t(m->ne[1])};
+  return ops::view(g, m, {head_dim, n_head, m->ne[1], 1}, nb, size_t(r0) * e);
+}
+
+/// t [head_dim, n_heads, n_tokens] (each token's heads dense) as rows
+/// [head_dim * n_heads, n_tokens], keeping t's token stride: a view, which unlike a
+/// reshape also works when t is a strided view.
+Tensor* token_rows(Graph& g, Tensor* t) {
+  TESSERA_CHECK_MSG(t->nb[1] == size_t(t->ne[0]) * t->nb[0] && t->ne[3] == 1,
+                    "attention: each token's heads must be dense");
+  const size_t plane = t->nb[2] * size_t(t->ne[2]);
+  return ops::view(g, t, {t->ne[0] * t->ne[1], t->ne[2], 1, 1}, {t->nb[0], t->nb[2], plane, plane},
+                   0);
+}
+
 /// Attention of batch tokens [t0, t0 + gr.n_tokens) over cells [gr.kv_begin, + gr.n_kv),
 /// whose mask starts at element m0 of kq_mask: merged heads [head_dim, n_head, n_tokens].
 Tensor* attend_group(Graph& g, const HParams& h, const BatchInputs& in, Tensor* k_all, Tensor* v_all,
@@ -72,14 +91,30 @@ Tensor* concat_all(Graph& g, std::vector<Tensor*> parts, int dim) {
 
 }  // namespace
 
+QkvProjections qkv_projections(Graph& g, const HParams& h, const LayerWeights& l, Tensor* x) {
+  const int64_t hd = h.head_dim;
+  const int64_t n_tokens = x->ne[1];
+  if (l.wqkv != nullptr) {
+    const int64_t n_q = h.n_embd_q();
+    const int64_t n_kv = h.n_embd_kv();
+    TESSERA_CHECK_MSG(l.wqkv->ne[1] == n_q + 2 * n_kv, "wqkv must hold the rows of wq, wk and wv");
+    Tensor* qkv = ops::mul_mat(g, l.wqkv, x);  // [n_q + 2 n_kv, n_tokens]
+    return {head_rows(g, qkv, 0, hd, h.n_head), head_rows(g, qkv, n_q, hd, h.n_head_kv),
+            head_rows(g, qkv, n_q + n_kv, hd, h.n_head_kv)};
+  }
+  return {ops::reshape(g, ops::mul_mat(g, l.wq, x), {hd, h.n_head, n_tokens, 1}),
+          ops::reshape(g, ops::mul_mat(g, l.wk, x), {hd, h.n_head_kv, n_tokens, 1}),
+          ops::reshape(g, ops::mul_mat(g, l.wv, x), {hd, h.n_head_kv, n_tokens, 1})};
+}
+
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
                         Tensor* q, Tensor* k, Tensor* v) {
   const int64_t n_tokens = in.n_tokens;
-  const int64_t n_embd_kv = h.n_embd_kv();
+  TESSERA_CHECK(k->ne[0] * k->ne[1] == h.n_embd_kv() && v->ne[0] * v->ne[1] == h.n_embd_kv());
 
   // Store this batch's keys and values in their cache cells.
-  Tensor* k_all = ops::set_rows(g, kv.k, ops::reshape(g, k, {n_embd_kv, n_tokens, 1, 1}), in.kv_slots);
-  Tensor* v_all = ops::set_rows(g, kv.v, ops::reshape(g, v, {n_embd_kv, n_tokens, 1, 1}), in.kv_slots);
+  Tensor* k_all = ops::set_rows(g, kv.k, token_rows(g, k), in.kv_slots);
+  Tensor* v_all = ops::set_rows(g, kv.v, token_rows(g, v), in.kv_slots);
 
   std::vector<Tensor*> parts;
   int64_t t0 = 0;
@@ -94,9 +129,23 @@ Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const
   return ops::reshape(g, merged, {h.n_embd_q(), n_tokens, 1, 1});
 }
 
-Tensor* ffn_swiglu(Graph& g, Tensor* x, Tensor* gate, Tensor* up, Tensor* down) {
-  Tensor* act = ops::mul(g, ops::silu(g, ops::mul_mat(g, gate, x)), ops::mul_mat(g, up, x));
-  return ops::mul_mat(g, down, act);
+Tensor* ffn_swiglu(Graph& g, Tensor* x, Tensor* gate, Tensor* up, Tensor* down,
+                   Tensor* gate_up) {
+  Tensor* gx = nullptr;
+  Tensor* ux = nullptr;
+  if (gate_up != nullptr) {
+    const int64_t n_ff = gate->ne[1];
+    TESSERA_CHECK_MSG(up->ne[1] == n_ff && gate_up->ne[1] == 2 * n_ff,
+                      "ffn_gate_up must hold the rows of gate and up");
+    Tensor* gu = ops::mul_mat(g, gate_up, x);  // [2 n_ff, n_tokens]
+    const Strides nb = gu->nb;
+    gx = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, 0);
+    ux = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, size_t(n_ff) * nb[0]);
+  } else {
+    gx = ops::mul_mat(g, gate, x);
+    ux = ops::mul_mat(g, up, x);
+  }
+  return ops::mul_mat(g, down, ops::mul(g, ops::silu(g, gx), ux));
 }
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 
 #include "core/graph.h"
 #include "model/hparams.h"
+#include "model/weights.h"
 
 namespace tessera {
 
@@ -51,15 +52,31 @@ Tensor* rms_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 /// LayerNorm(x) * w (+ b when given).
 Tensor* layer_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 
+/// A layer's query, key and value projections.
+struct QkvProjections {
+  Tensor* q = nullptr;  // [head_dim, n_head, n_tokens]
+  Tensor* k = nullptr;  // [head_dim, n_head_kv, n_tokens]
+  Tensor* v = nullptr;  // [head_dim, n_head_kv, n_tokens]
+};
+
+/// wq x, wk x, wv x for x [n_embd, n_tokens], split into heads. With l.wqkv, one mul_mat
+/// [n_embd_q + 2 n_embd_kv, n_tokens] whose rows q, k and v are strided views of (each
+/// token's heads dense, tokens one fused row apart); else three mul_mats, reshaped.
+QkvProjections qkv_projections(Graph& g, const HParams& h, const LayerWeights& l, Tensor* x);
+
 /// Self-attention of projected q [head_dim, n_head, n_tokens], k and v
-/// [head_dim, n_head_kv, n_tokens] (already rotated): writes k and v into the cache
-/// layer at the batch's slots, attends each group of tokens over its window of cells
-/// with its mask, and returns the merged heads [n_embd_q, n_tokens] (before the output
-/// projection).
+/// [head_dim, n_head_kv, n_tokens] (k and q already rotated; each token's heads dense,
+/// tokens at any stride, e.g. views of a fused projection): writes k and v into the
+/// cache layer at the batch's slots, attends each group of tokens over its window of
+/// cells with its mask, and returns the merged heads [n_embd_q, n_tokens] (before the
+/// output projection).
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
                         Tensor* q, Tensor* k, Tensor* v);
 
-/// down(silu(gate x) * up x): the SwiGLU feed-forward of LLaMA-family models.
-Tensor* ffn_swiglu(Graph& g, Tensor* x, Tensor* gate, Tensor* up, Tensor* down);
+/// down(silu(gate x) * up x): the SwiGLU feed-forward of LLaMA-family models. With
+/// `gate_up` (gate's rows then up's as one matrix: LayerWeights::ffn_gate_up), gate x and
+/// up x are two strided views of one mul_mat (gate and up then only give the shapes).
+Tensor* ffn_swiglu(Graph& g, Tensor* x, Tensor* gate, Tensor* up, Tensor* down,
+                   Tensor* gate_up = nullptr);
 
 }  // namespace tessera

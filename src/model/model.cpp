@@ -1,5 +1,6 @@
 #include <utility>
 
+#include "model/fuse_weights.h"
 #include "model/model_impl.h"
 #include "tessera/log.h"
 
@@ -32,6 +33,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   Result<RepackedWeights> repacked = repack_weights(impl->weights, *impl->file);
   if (!repacked) return repacked.status().with_context(path);
   impl->repacked = std::move(*repacked);
+  fuse_projections(impl->weights, impl->arena);
 
   Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(*impl->file);
   if (tok) {

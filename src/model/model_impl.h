@@ -15,7 +15,8 @@ struct ModelImpl {
   std::unique_ptr<gguf::File> file;
   HParams hparams;
   const Arch* arch = nullptr;
-  TensorArena arena;  // the weight tensors; their data points into `file`
+  TensorArena arena;  // the weight tensors and the fused projections (fuse_weights.h);
+                      // their data points into `file` or `repacked`
   ModelWeights weights;
   RepackedWeights repacked;  // weights moved into the CPU's GEMM layouts (may be empty)
   std::unique_ptr<Tokenizer> tokenizer;

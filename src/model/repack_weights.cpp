@@ -18,16 +18,50 @@ constexpr size_t kAlign = 64;
 // (see docs/performance.md).
 constexpr size_t kHugePage = size_t(2) << 20;
 
-std::vector<Tensor*> candidates(const ModelWeights& w) {
-  std::vector<Tensor*> out;
-  auto add = [&](Tensor* t) {
-    if (t != nullptr && cpu::can_repack(t)) out.push_back(t);
-  };
-  for (const LayerWeights& l : w.layers) {
-    for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down}) add(t);
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Matrices placed back to back with no padding between them (the _X16 kernels load
+// unaligned, so only a run's start needs the alignment).
+using Run = std::vector<Tensor*>;
+
+// Whether the matrices that read the same input (q/k/v, gate/up) can be laid out as one
+// matrix: all repackable, one type, one row length.
+bool one_matrix(const Run& parts) {
+  for (const Tensor* t : parts) {
+    if (t == nullptr || !cpu::can_repack(t)) return false;
+    if (t->type != parts[0]->type || t->ne[0] != parts[0]->ne[0]) return false;
   }
-  add(w.output);  // null when tied to token_embd, which stays in the file layout
-  return out;
+  return true;
+}
+
+// Adds `parts` as one run when they can form one matrix (fuse_weights.h then joins them),
+// else each repackable one as its own run.
+void add_runs(std::vector<Run>& runs, const Run& parts) {
+  if (parts.size() > 1 && one_matrix(parts)) {
+    runs.push_back(parts);
+    return;
+  }
+  for (Tensor* t : parts) {
+    if (t != nullptr && cpu::can_repack(t)) runs.push_back({t});
+  }
+}
+
+std::vector<Run> plan_runs(const ModelWeights& w) {
+  std::vector<Run> runs;
+  for (const LayerWeights& l : w.layers) {
+    add_runs(runs, {l.wq, l.wk, l.wv});
+    add_runs(runs, {l.wo});
+    add_runs(runs, {l.ffn_gate, l.ffn_up});
+    add_runs(runs, {l.ffn_down});
+  }
+  add_runs(runs, {w.output});  // null when tied to token_embd, which stays in the file layout
+  return runs;
+}
+
+size_t run_bytes(const Run& run) {
+  size_t n = 0;
+  for (const Tensor* t : run) n += t->nbytes();
+  return round_up(n);
 }
 
 bool repack_enabled() {
@@ -41,9 +75,9 @@ bool repack_enabled() {
 Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file) {
   RepackedWeights out;
   if (!repack_enabled()) return out;
-  const std::vector<Tensor*> matrices = candidates(w);
-  if (matrices.empty()) return out;
-  for (const Tensor* t : matrices) out.bytes += (t->nbytes() + kAlign - 1) / kAlign * kAlign;
+  const std::vector<Run> runs = plan_runs(w);
+  if (runs.empty()) return out;
+  for (const Run& run : runs) out.bytes += run_bytes(run);
   const size_t reserved = (out.bytes + kHugePage - 1) / kHugePage * kHugePage;
   out.data.reset(std::aligned_alloc(kHugePage, reserved));
   if (!out.data) {
@@ -51,15 +85,20 @@ Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file) 
                          std::to_string(out.bytes >> 20) + " MiB)");
   }
   ::madvise(out.data.get(), reserved, MADV_HUGEPAGE);  // a hint: failure only costs speed
-  auto* dst = static_cast<uint8_t*>(out.data.get());
-  for (Tensor* t : matrices) {
-    const auto* src = static_cast<const uint8_t*>(t->data);
-    cpu::repack_rows(t->type, src, dst, t->ne[1], t->ne[0]);
-    file.release_pages(size_t(src - file.file_data()), t->nbytes());
-    t->type = cpu::repacked_type(t->type);
-    t->data = dst;
-    dst += (t->nbytes() + kAlign - 1) / kAlign * kAlign;
-    ++out.tensors;
+  auto* base = static_cast<uint8_t*>(out.data.get());
+  size_t at = 0;
+  for (const Run& run : runs) {
+    uint8_t* dst = base + at;
+    for (Tensor* t : run) {
+      const auto* src = static_cast<const uint8_t*>(t->data);
+      cpu::repack_rows(t->type, src, dst, t->ne[1], t->ne[0]);
+      file.release_pages(size_t(src - file.file_data()), t->nbytes());
+      t->type = cpu::repacked_type(t->type);
+      t->data = dst;
+      dst += t->nbytes();
+      ++out.tensors;
+    }
+    at += run_bytes(run);
   }
   log(LogLevel::Info, "repacked %d weight tensors (%zu MiB) for the CPU's GEMM kernels",
       out.tensors, out.bytes >> 20);

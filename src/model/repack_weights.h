@@ -21,11 +21,14 @@ struct RepackedWeights {
   int tensors = 0;
 };
 
-/// Repacks every weight that can be (Q4_0, Q8_0 matrices with rows in groups of 16),
-/// except the token embedding, which get_rows reads row by row. The tensors then point
-/// into the returned memory, and their pages in the file mapping are released (the RSS
-/// stays about one copy of the weights). Does nothing when the active CPU level has no
-/// fast kernels for these layouts or TESSERA_REPACK=0 is set.
+/// Repacks every weight that can be (Q4_0, Q8_0, Q4_K, Q6_K, F16 matrices with rows in
+/// groups of 16), except the token embedding, which get_rows reads row by row. The
+/// tensors then point into the returned memory, and their pages in the file mapping are
+/// released (the RSS stays about one copy of the weights). A layer's wq, wk, wv, and its
+/// ffn_gate, ffn_up, when each set has one type and one row length, are placed back to
+/// back with no padding, so that each set is one matrix (fuse_weights.h). Does nothing
+/// when the active CPU level has no fast kernels for these layouts or TESSERA_REPACK=0
+/// is set.
 Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file);
 
 }  // namespace tessera

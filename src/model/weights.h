@@ -28,6 +28,10 @@ struct LayerWeights {
   Tensor* ffn_gate = nullptr;     // [n_embd, n_ff]
   Tensor* ffn_up = nullptr;       // [n_embd, n_ff]
   Tensor* ffn_down = nullptr;     // [n_ff, n_embd]
+  // Fused projections (fuse_weights.h): not in the file; set at load when the parts lie
+  // back to back as one repacked matrix, else null. They share the parts' memory.
+  Tensor* wqkv = nullptr;         // [n_embd, n_embd_q + 2 n_embd_kv]: rows of wq, wk, wv
+  Tensor* ffn_gate_up = nullptr;  // [n_embd, 2 n_ff]: rows of ffn_gate, then ffn_up
 };
 
 struct ModelWeights {

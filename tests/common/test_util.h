@@ -1,6 +1,7 @@
 // Helpers shared by the test suites: where ../shared is, and a skip for absent files.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace tessera::test {
@@ -11,6 +12,20 @@ std::string shared_dir();
 std::string shared_file(const std::string& relative);
 /// Path of the built `tessera` command.
 std::string cli_path();
+
+/// Sets an environment variable for the life of the object, then restores its previous
+/// value (or its absence).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace tessera::test
 

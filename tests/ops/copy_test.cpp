@@ -180,5 +180,24 @@ TEST_P(RowsTest, SetRows) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, RowsTest, ::testing::ValuesIn(kRowsCases));
 
+// The source is a column slice of a wider matrix, as the values are in the output of a
+// fused q/k/v projection: dense rows, a larger row stride, an offset.
+TEST(SetRowsStrided, SourceRowsOfAFusedProjection) {
+  OpTest t(56);
+  constexpr int64_t kRow = 8, kFused = 24, kTokens = 3;
+  Tensor* dst = t.input(F16, {kRow, 6, 1, 1}, -3, 3);
+  Tensor* fused = t.input(F32, {kFused, kTokens, 1, 1}, -3, 3);
+  Tensor* src = ops::view(t.graph(), fused, {kRow, kTokens, 1, 1}, fused->nb, 16 * sizeof(float));
+  const std::vector<int32_t> ids = {4, 0, 5};
+  Tensor* out = ops::set_rows(t.graph(), dst, src, t.ids(ids));
+  std::vector<double> want = values_of(t, dst);
+  for (size_t j = 0; j < ids.size(); ++j) {
+    for (int64_t i0 = 0; i0 < kRow; ++i0) {
+      want[size_t(ids[j] * kRow + i0)] = round_to(F16, t.at(fused, 16 + i0, int64_t(j)));
+    }
+  }
+  t.check(out, {want, {}}, kExact);
+}
+
 }  // namespace
 }  // namespace tessera::test

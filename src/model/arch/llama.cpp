@@ -26,20 +26,20 @@ constexpr WeightSpec kWeights[] = {
 };
 
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
-  const int64_t n_tokens = in.n_tokens;
   Tensor* x = ops::get_rows(g, w.token_embd, in.tokens);  // [n_embd, n_tokens]
   for (int64_t il = 0; il < h.n_layer; ++il) {
     const LayerWeights& l = w.layers[size_t(il)];
     Tensor* cur = rms_norm_block(g, x, l.attn_norm, nullptr, h.rms_eps);
-    Tensor* q = ops::reshape(g, ops::mul_mat(g, l.wq, cur), {h.head_dim, h.n_head, n_tokens, 1});
-    Tensor* k = ops::reshape(g, ops::mul_mat(g, l.wk, cur), {h.head_dim, h.n_head_kv, n_tokens, 1});
-    Tensor* v = ops::reshape(g, ops::mul_mat(g, l.wv, cur), {h.head_dim, h.n_head_kv, n_tokens, 1});
-    q = ops::rope(g, q, in.positions, int(h.n_rot), RopeMode::Normal, h.rope_freq_base, h.rope_freq_scale);
-    k = ops::rope(g, k, in.positions, int(h.n_rot), RopeMode::Normal, h.rope_freq_base, h.rope_freq_scale);
-    cur = attention_block(g, h, in, in.kv[size_t(il)], q, k, v);
+    const QkvProjections p = qkv_projections(g, h, l, cur);  // one mul_mat when l.wqkv is set
+    const int n_rot = int(h.n_rot);
+    Tensor* q = ops::rope(g, p.q, in.positions, n_rot, RopeMode::Normal, h.rope_freq_base,
+                          h.rope_freq_scale);
+    Tensor* k = ops::rope(g, p.k, in.positions, n_rot, RopeMode::Normal, h.rope_freq_base,
+                          h.rope_freq_scale);
+    cur = attention_block(g, h, in, in.kv[size_t(il)], q, k, p.v);
     x = ops::add(g, x, ops::mul_mat(g, l.wo, cur));
     cur = rms_norm_block(g, x, l.ffn_norm, nullptr, h.rms_eps);
-    x = ops::add(g, x, ffn_swiglu(g, cur, l.ffn_gate, l.ffn_up, l.ffn_down));
+    x = ops::add(g, x, ffn_swiglu(g, cur, l.ffn_gate, l.ffn_up, l.ffn_down, l.ffn_gate_up));
   }
   x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
   x = rms_norm_block(g, x, w.output_norm, nullptr, h.rms_eps);
