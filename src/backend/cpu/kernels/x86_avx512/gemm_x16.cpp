@@ -87,12 +87,12 @@ inline __m512 column_step(__m512 acc, const __m512i (&w)[8], __m512 dw, const Bl
 // Decode (one column) streams the weights from memory. Making the compiler store the
 // block's unpacked weight registers to the stack and load them back before the dot
 // products lets one core stream more: a ~300 MB matrix on Zen 4, Q4_0 24 -> 31 GB/s,
-// Q4_K 22 -> 29, Q6_K 19 -> 23 (a plain read loop: ~32); Q8_0, whose registers are the
-// stream's loads themselves, gains nothing. Measured, not derived; our reading is that
+// Q4_K 22 -> 29, Q6_K 19 -> 23, F16 (converted halves) 24 -> 28 (a plain read loop:
+// ~32); Q8_0, whose registers are the stream's loads themselves, gains nothing. Measured, not derived; our reading is that
 // the dot products then wait on L1 loads in the load queue rather than in the vector
 // scheduler, so the core runs further ahead and keeps more misses in flight.
-template <size_t M>
-inline void through_l1(__m512i (&w)[M]) {
+template <typename V, size_t M>
+inline void through_l1(V (&w)[M]) {
   asm volatile("" : : "m"(w) : "memory");
 }
 
@@ -374,6 +374,18 @@ void tile_f16(const uint16_t* h, int64_t k, const float* x, size_t x_stride, flo
   __m512 even[N], odd[N];
   for (int c = 0; c < N; ++c) even[c] = odd[c] = _mm512_setzero_ps();
   int64_t e = 0;
+  if constexpr (N == 1) {  // decode: 8 elements at a time through L1 (see through_l1)
+    for (; e + 8 <= k; e += 8) {
+      prefetch_stream(reinterpret_cast<const uint8_t*>(h), size_t(e) * 32, 256);
+      __m512 w[8];
+      for (int i = 0; i < 8; ++i) w[i] = halves(h, e + i);
+      through_l1(w);
+      for (int i = 0; i < 8; i += 2) {
+        even[0] = _mm512_fmadd_ps(w[i], _mm512_set1_ps(x[e + i]), even[0]);
+        odd[0] = _mm512_fmadd_ps(w[i + 1], _mm512_set1_ps(x[e + i + 1]), odd[0]);
+      }
+    }
+  }
   for (; e + 2 <= k; e += 2) {
     if (e % 2 == 0) prefetch_stream(reinterpret_cast<const uint8_t*>(h), size_t(e) * 32, 64);
     const __m512 w0 = halves(h, e);
