@@ -1,13 +1,21 @@
 // Microbenchmark of the GEMM kernels over repacked weights (backend/cpu/gemm_kernels.h),
-// one thread, data in cache: 8 groups of 16 rows x k = 2048 (k = 2048 elements) against
-// n activation columns (1 = decode, 64 = prompt). The counter GMAC/s is
-// 16 * 8 * 2048 * n multiply-adds per run; compare with the machine's peak (vpdpbusd
-// zmm: 64 MACs per instruction, FMA zmm: 16).
+// one thread.
+// - gemm_x16: data in cache, 8 groups of 16 rows x k = 2048 against n activation
+//   columns (1 = decode, 64 = prompt). The counter GMAC/s is 16 * 8 * 2048 * n
+//   multiply-adds per run; compare with the machine's peak (vpdpbusd zmm: 64 MACs per
+//   instruction, FMA zmm: 16).
+// - gemm_x16_stream: decode (1 column) over a ~256 MB matrix on 2 MiB pages, as
+//   generation streams the weights from memory; bytes_per_second is the weight bytes
+//   read (compare with a plain read loop on one core).
 //   build/tessera_bench_kernels --benchmark_filter=gemm_x16
 // Weights are random bytes with fp16 scales of 1: speed does not depend on the values.
 #include <benchmark/benchmark.h>
 
+#include <sys/mman.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +29,8 @@ namespace {
 
 constexpr int64_t kK = 2048;
 constexpr int64_t kRows = 8 * kGroupRows;
+constexpr double kStreamBytes = 256e6;
+constexpr size_t kHugePage = size_t(2) << 20;
 
 struct Case {
   DType type;
@@ -37,18 +47,36 @@ const Case kCases[] = {
     {DType::F16, 2, 1, 0},
 };
 
-void run(benchmark::State& state, const Case& c, const GemmKernels& g) {
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+// `rows` repacked rows (a multiple of 16) of random weights, on 2 MiB pages.
+std::unique_ptr<uint8_t, FreeDeleter> packed_weights(const Case& c, int64_t rows) {
+  const int64_t nb = kK / c.block_elems;
+  const size_t group_bytes = size_t(kGroupRows * nb) * c.block_bytes;
+  const size_t bytes = group_bytes * size_t(rows / kGroupRows);
+  const size_t reserved = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  std::unique_ptr<uint8_t, FreeDeleter> packed(static_cast<uint8_t*>(std::aligned_alloc(kHugePage, reserved)));
+  ::madvise(packed.get(), reserved, MADV_HUGEPAGE);
+  std::mt19937 rng(1);
+  std::vector<uint8_t> w(group_bytes);  // one group at a time, repacked into place
+  for (int64_t g0 = 0; g0 < rows; g0 += kGroupRows) {
+    for (uint8_t& b : w) b = uint8_t(rng());
+    for (int64_t i = 0; i < kGroupRows * nb; ++i) {  // fp16 1.0 (F16: every element)
+      w[size_t(i) * c.block_bytes + c.scale_offset] = 0x00;
+      w[size_t(i) * c.block_bytes + c.scale_offset + 1] = 0x3c;
+    }
+    repack_rows(c.type, w.data(), packed.get() + size_t(g0 / kGroupRows) * group_bytes, kGroupRows, kK);
+  }
+  return packed;
+}
+
+void run(benchmark::State& state, const Case& c, const GemmKernels& g, int64_t rows) {
   const int64_t n_cols = state.range(0);
   const int64_t nb = kK / c.block_elems;
-  std::mt19937 rng(1);
-  std::vector<uint8_t> w(size_t(kRows * nb) * c.block_bytes);
-  for (uint8_t& b : w) b = uint8_t(rng());
-  for (int64_t i = 0; i < kRows * nb; ++i) {  // fp16 1.0 (F16: every element)
-    w[size_t(i) * c.block_bytes + c.scale_offset] = 0x00;
-    w[size_t(i) * c.block_bytes + c.scale_offset + 1] = 0x3c;
-  }
-  std::vector<uint8_t> packed(w.size());
-  repack_rows(c.type, w.data(), packed.data(), kRows, kK);
+  std::mt19937 rng(2);
+  const std::unique_ptr<uint8_t, FreeDeleter> packed = packed_weights(c, rows);
   std::vector<float> x(size_t(n_cols * kK));
   for (float& v : x) v = float(rng() % 2001) / 1000.0f - 1.0f;
   const bool k_quant = c.block_elems == 256;
@@ -63,22 +91,23 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g) {
       g.quantize_q8x(x.data() + col * kK, act.data() + col * act_row, kK, x16_zero_point(repacked_type(c.type)));
     }
   }
-  std::vector<float> out(size_t(kRows * n_cols));
+  std::vector<float> out(static_cast<size_t>(rows * n_cols));
   const size_t group_bytes = size_t(kGroupRows * nb) * c.block_bytes;
   for (auto _ : state) {
-    for (int64_t grp = 0; grp < kRows / kGroupRows; ++grp) {
+    for (int64_t grp = 0; grp < rows / kGroupRows; ++grp) {
       float* dst = out.data() + grp * kGroupRows;
-      const uint8_t* wg = packed.data() + size_t(grp) * group_bytes;
+      const uint8_t* wg = packed.get() + size_t(grp) * group_bytes;
       if (c.type == DType::F16) {
-        g.gemm_f16_x16(wg, kK, x.data(), size_t(kK), n_cols, dst, size_t(kRows));
+        g.gemm_f16_x16(wg, kK, x.data(), size_t(kK), n_cols, dst, size_t(rows));
       } else {
-        gemm_x16(g, repacked_type(c.type))(wg, nb, act.data(), act_row, n_cols, dst, size_t(kRows));
+        gemm_x16(g, repacked_type(c.type))(wg, nb, act.data(), act_row, n_cols, dst, size_t(rows));
       }
     }
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["GMAC/s"] = benchmark::Counter(double(kRows * kK * n_cols) * 1e-9 * double(state.iterations()),
+  state.counters["GMAC/s"] = benchmark::Counter(double(rows * kK * n_cols) * 1e-9 * double(state.iterations()),
                                                 benchmark::Counter::kIsRate);
+  state.SetBytesProcessed(int64_t(group_bytes) * (rows / kGroupRows) * int64_t(state.iterations()));
 }
 
 [[maybe_unused]] const bool kRegistered = [] {
@@ -87,9 +116,16 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g) {
     if (g == nullptr) continue;
     for (const Case& c : kCases) {
       const std::string name = "gemm_x16/" + std::string(dtype_name(c.type)) + "/" + std::string(isa_name(isa));
-      benchmark::RegisterBenchmark(name.c_str(), [&c, g](benchmark::State& s) { run(s, c, *g); })
+      benchmark::RegisterBenchmark(name.c_str(), [&c, g](benchmark::State& s) { run(s, c, *g, kRows); })
           ->Arg(1)
           ->Arg(64);
+      if (isa == Isa::Reference) continue;
+      const int64_t stream_rows = int64_t(kStreamBytes / double(kK / c.block_elems) / double(c.block_bytes)) /
+                                  kGroupRows * kGroupRows;
+      const std::string stream = "gemm_x16_stream/" + std::string(dtype_name(c.type)) + "/" + std::string(isa_name(isa));
+      benchmark::RegisterBenchmark(stream.c_str(), [&c, g, stream_rows](benchmark::State& s) { run(s, c, *g, stream_rows); })
+          ->Arg(1)
+          ->Unit(benchmark::kMillisecond);
     }
   }
   return true;
