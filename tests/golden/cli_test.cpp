@@ -153,6 +153,21 @@ TEST(Cli, BenchPairsGenerationWithBandwidthProbes) {
   EXPECT_NE(both.err.find("--memory"), std::string::npos) << both.err;
 }
 
+TEST(Cli, BenchDepthPrefillsTheContext) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const Output o = run_cli("bench -m " + model + " -p 8 -n 4 -d 40 -r 1 -t 2 -o json");
+  ASSERT_EQ(o.status, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["test"], "pp8 @ d40");
+  EXPECT_EQ(j["results"][1]["test"], "tg4 @ d40");
+  EXPECT_EQ(j["results"][1]["n_depth"], 40);
+  // A context too small for depth + test is refused, naming the cells needed.
+  const Output small = run_cli("bench -m " + model + " -p 8 -n 4 -d 40 -c 44 -r 1");
+  EXPECT_NE(small.status, 0);
+  EXPECT_NE(small.err.find("48 cells"), std::string::npos) << small.err;
+}
+
 TEST(Cli, SynthModelRuns) {
   const std::string path = ::testing::TempDir() + "tessera_synth_test.gguf";
   const Output s = run_cli("synth -o " + path + " --n-layer 1 --n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 96 --n-vocab 400");

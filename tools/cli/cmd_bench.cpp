@@ -31,6 +31,7 @@ struct BenchOptions {
   int threads = default_threads();
   int reps = 5;
   int64_t ctx = 0;
+  int depth = 0;
   std::string output = "md";
   bool memory = false;
   bool bandwidth = false;
@@ -103,10 +104,17 @@ double measure_read_bandwidth(int threads, size_t bytes, int reps) {
   return best;
 }
 
-/// Tokens per second of one run of a test (pp or tg) on a cleared context.
-Result<double> run_once(Context& ctx, int n_prompt, int n_gen, int64_t n_vocab, std::mt19937& rng) {
+/// Tokens per second of one run of a test (pp or tg) on a cleared context that first
+/// holds `depth` tokens (decoded before the clock starts, as llama-bench's -d).
+Result<double> run_once(Context& ctx, int n_prompt, int n_gen, int depth, int64_t n_vocab,
+                        std::mt19937& rng) {
   std::uniform_int_distribution<TokenId> pick(0, TokenId(n_vocab - 1));
   ctx.clear();
+  if (depth > 0) {
+    std::vector<TokenId> prefix(static_cast<size_t>(depth));
+    for (TokenId& t : prefix) t = pick(rng);
+    TESSERA_RETURN_IF_ERROR(ctx.decode(prefix));
+  }
   std::vector<TokenId> tokens(static_cast<size_t>(std::max(n_prompt, 1)));
   for (TokenId& t : tokens) t = pick(rng);
   const auto t0 = Clock::now();
@@ -141,14 +149,14 @@ struct Samples {
 };
 
 /// `reps` repetitions after one uncounted warm-up; with `pair`, each is bracketed by probes.
-Result<Samples> run_test(Context& ctx, int n_prompt, int n_gen, int reps, int64_t n_vocab,
-                         bool pair, int threads) {
+Result<Samples> run_test(Context& ctx, int n_prompt, int n_gen, int depth, int reps,
+                         int64_t n_vocab, bool pair, int threads) {
   std::mt19937 rng(1234);
   Samples out;
-  TESSERA_RETURN_IF_ERROR(run_once(ctx, n_prompt, n_gen, n_vocab, rng).status());
+  TESSERA_RETURN_IF_ERROR(run_once(ctx, n_prompt, n_gen, depth, n_vocab, rng).status());
   for (int rep = 0; rep < reps; ++rep) {
     const double before = pair ? paired_probe(threads) : 0.0;
-    Result<double> tps = run_once(ctx, n_prompt, n_gen, n_vocab, rng);
+    Result<double> tps = run_once(ctx, n_prompt, n_gen, depth, n_vocab, rng);
     if (!tps) return tps.status();
     out.tps.push_back(*tps);
     if (pair) out.bandwidth.push_back((before + paired_probe(threads)) / 2);
@@ -173,7 +181,7 @@ std::string human(double v, bool bytes) {
 void print_roofline(const nlohmann::json& r, bool md) {
   const char* lead = md ? "" : "# ";
   const double bytes = r["decode_bytes"].get<double>();
-  std::printf("%sroofline %s (%.1f MB of weights read per token; probe before and after each repetition):\n",
+  std::printf("%sroofline %s (%.1f MB read per token: weights and KV cache; probe before and after each repetition):\n",
               lead, r["test"].get<std::string>().c_str(), bytes / 1e6);
   const auto& tps = r["samples"];
   const auto& bw = r["bandwidth_gbs"];
@@ -205,10 +213,12 @@ int run_bench(const BenchOptions& o) {
   const ModelInfo& info = (*model)->info();
   ContextParams cp;
   cp.n_threads = o.threads;
-  cp.n_batch = std::max(o.n_prompt, 1);
-  cp.n_ctx = o.ctx > 0 ? o.ctx : std::max<int64_t>(std::max(o.n_prompt, o.n_gen), 1);
-  if (cp.n_ctx < std::max(o.n_prompt, o.n_gen)) {
-    return fail("bench: --ctx-size " + std::to_string(cp.n_ctx) + " is smaller than the test");
+  cp.n_batch = std::max({o.n_prompt, std::min(o.depth, 512), 1});
+  const int64_t needed = int64_t(o.depth) + std::max({o.n_prompt, o.n_gen, 1});
+  cp.n_ctx = o.ctx > 0 ? o.ctx : needed;
+  if (cp.n_ctx < needed) {
+    return fail("bench: --ctx-size " + std::to_string(cp.n_ctx) + " is smaller than the test (" +
+                std::to_string(needed) + " cells with the depth)");
   }
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
@@ -216,21 +226,27 @@ int run_bench(const BenchOptions& o) {
   nlohmann::json rows = nlohmann::json::array();
   auto add_row = [&](const std::string& test, int n_p, int n_g) -> int {
     const bool pair = o.bandwidth && n_p == 0;
-    Result<Samples> r = run_test(**ctx, n_p, n_g, o.reps, info.n_vocab, pair, o.threads);
+    Result<Samples> r = run_test(**ctx, n_p, n_g, o.depth, o.reps, info.n_vocab, pair, o.threads);
     if (!r) return fail(r.status().message());
     const Stats s = stats_of(r->tps);
     nlohmann::json row = {{"model", std::filesystem::path(o.model).filename().string()},
                           {"size_bytes", info.weight_bytes}, {"params", info.n_params},
                           {"threads", o.threads}, {"test", test}, {"reps", o.reps},
                           {"tokens_per_second", s.mean}, {"stddev", s.stddev}, {"samples", r->tps}};
+    if (o.depth > 0) row["n_depth"] = o.depth;
     if (pair) {
+      // Bytes per token: the weights, plus the KV cache cells each token reads (on
+      // average the depth and half of the generated tokens).
+      const double kv_cell = double(info.n_layer) * 2.0 * double(info.n_embd / info.n_head * info.n_head_kv) *
+                             double(dtype_traits(cp.kv_type).type_size);
+      const double bytes = double(info.decode_bytes) + kv_cell * (double(o.depth) + n_g / 2.0);
       std::vector<double> gbs, ratio;
       for (size_t i = 0; i < r->tps.size(); ++i) {
         gbs.push_back(r->bandwidth[i] / 1e9);
-        ratio.push_back(r->tps[i] * double(info.decode_bytes) / r->bandwidth[i]);
+        ratio.push_back(r->tps[i] * bytes / r->bandwidth[i]);
       }
       const Stats rs = stats_of(ratio);
-      row["decode_bytes"] = info.decode_bytes;
+      row["decode_bytes"] = bytes;
       row["bandwidth_gbs"] = gbs;
       row["roofline_ratio"] = rs.mean;
       row["roofline_ratio_stddev"] = rs.stddev;
@@ -239,8 +255,9 @@ int run_bench(const BenchOptions& o) {
     rows.push_back(row);
     return 0;
   };
-  if (o.n_prompt > 0 && add_row("pp" + std::to_string(o.n_prompt), o.n_prompt, 0) != 0) return 1;
-  if (o.n_gen > 0 && add_row("tg" + std::to_string(o.n_gen), 0, o.n_gen) != 0) return 1;
+  const std::string at = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
+  if (o.n_prompt > 0 && add_row("pp" + std::to_string(o.n_prompt) + at, o.n_prompt, 0) != 0) return 1;
+  if (o.n_gen > 0 && add_row("tg" + std::to_string(o.n_gen) + at, 0, o.n_gen) != 0) return 1;
 
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -292,6 +309,8 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
   cmd->add_option("-c,--ctx-size", o->ctx, "KV cache cells (default: the larger of p and n)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+  cmd->add_option("-d,--n-depth", o->depth, "tokens already in the context when each test starts (decoded untimed)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test (after one warm-up)")->check(CLI::Range(1, 1000));
   cmd->add_option("-o,--output", o->output, "output format: md, json or csv");
   cmd->add_flag("--memory", o->memory, "also report the peak resident memory");
