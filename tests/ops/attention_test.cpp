@@ -40,6 +40,9 @@ const AttnCase kCases[] = {
     {128, 3, 2, 2, 200, kF16},               // long rows
     {16, 17, 3, 1, 50, kF32, false},         // no mask
     {32, 6, 4, 2, 45, kF16, true, Layout::Contiguous, Layout::Sliced},
+    // 4 to 8 rows per tile (half a 512-bit vector of rows).
+    {80, 2, 8, 2, 50, kF16},                 // 8 rows, head size 80
+    {16, 5, 2, 2, 19, kF32, false},          // 5 rows, no mask
     // Fewer than 4 rows per KV head (decode without grouping): the row-at-a-time path.
     {64, 1, 4, 4, 45, kF16},
     {80, 1, 6, 3, 23, kF32},                 // 2 rows, head size 80
