@@ -31,7 +31,13 @@ struct X16Layout {
   size_t act_row;    // bytes of one activation row
   size_t act_bytes;  // all activation rows in the scratch (rounded to 64; 0 when direct)
   size_t buf_bytes;  // per-thread float row for quantizing strided src1 rows (else 0)
+  bool own;          // few rows: every thread prepares all of them in its own area
 };
+
+// Up to this many activation rows (generation, small batches), every thread quantizes
+// (or packs) all of them itself in compute: a microsecond of repeated work instead of a
+// shared copy and a barrier between prepare and compute.
+constexpr int64_t kOwnRows = 4;
 
 X16Layout layout_of(const Tensor* node) {
   const Tensor* b = node->src[1];
@@ -46,7 +52,41 @@ X16Layout layout_of(const Tensor* node) {
   }
   l.act_bytes = l.direct ? 0 : round_up(l.act_row * size_t(b->nrows()));
   l.buf_bytes = l.quantized && b->nb[0] != sizeof(float) ? round_up(size_t(b->ne[0]) * sizeof(float)) : 0;
+  l.own = !l.direct && b->nrows() <= kOwnRows;
   return l;
+}
+
+// Thread ith's area: its own copy of the activation rows (when l.own) and its float row.
+char* thread_area(char* work, const X16Layout& l, int ith) {
+  char* base = align64(work);
+  return l.own ? base + size_t(ith) * (l.act_bytes + l.buf_bytes) : base + l.act_bytes + size_t(ith) * l.buf_bytes;
+}
+
+// Writes activation rows [r0, r1) of src1 at act: quantized (quantized weights) or
+// packed floats (F16 weights). buf: a float row for strided src1 rows.
+void fill_rows(const Tensor* node, const X16Layout& l, int64_t r0, int64_t r1, char* act, float* buf) {
+  const Tensor* b = node->src[1];
+  if (!l.quantized) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const RowIndex ri = row_index(b, r);
+      auto* row = reinterpret_cast<float*>(act + size_t(r) * l.act_row);
+      const float* src = read_row(b, ri.i1, ri.i2, ri.i3, row);
+      if (src != row) std::copy(src, src + b->ne[0], row);
+    }
+    return;
+  }
+  const GemmKernels& k = gemm_kernels();
+  const int32_t zero_point = l.k_quant ? 0 : x16_zero_point(node->src[0]->type);
+  for (int64_t r = r0; r < r1; ++r) {
+    const RowIndex ri = row_index(b, r);
+    const float* row = read_row(b, ri.i1, ri.i2, ri.i3, buf);
+    char* out = act + size_t(r) * l.act_row;
+    if (l.k_quant) {
+      k.quantize_q8kx(row, out, b->ne[0]);
+    } else {
+      k.quantize_q8x(row, out, b->ne[0], zero_point);
+    }
+  }
 }
 
 }  // namespace
@@ -63,42 +103,18 @@ bool mul_mat_x16_supports(const Tensor* node) {
 
 size_t mul_mat_x16_work_size(const Tensor* node, int nth) {
   const X16Layout l = layout_of(node);
-  return kAlign + l.act_bytes + size_t(nth) * l.buf_bytes;
+  return kAlign + (l.own ? 0 : l.act_bytes) + size_t(nth) * ((l.own ? l.act_bytes : 0) + l.buf_bytes);
 }
 
 // Quantizes src1 rows (quantized weights) or packs strided ones (F16 weights), split over
-// threads, into the activation rows at the start of the scratch.
+// threads, into the activation rows at the start of the scratch (unless l.own).
 bool mul_mat_x16_prepare(Tensor* node, const KernelParams& p) {
-  const Tensor* b = node->src[1];
   const X16Layout l = layout_of(node);
-  if (l.direct) return false;
-  char* act = align64(p.work);
+  if (l.direct || l.own) return false;
   int64_t r0, r1;
-  split_range(b->nrows(), p.ith, p.nth, &r0, &r1);
-  if (!l.quantized) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const RowIndex ri = row_index(b, r);
-      auto* row = reinterpret_cast<float*>(act + size_t(r) * l.act_row);
-      const float* src = read_row(b, ri.i1, ri.i2, ri.i3, row);
-      if (src != row) std::copy(src, src + b->ne[0], row);
-    }
-    return true;
-  }
-  const GemmKernels& k = gemm_kernels();
-  const int32_t zero_point = l.k_quant ? 0 : x16_zero_point(node->src[0]->type);
-  float* buf = l.buf_bytes
-                   ? reinterpret_cast<float*>(act + l.act_bytes + size_t(p.ith) * l.buf_bytes)
-                   : nullptr;
-  for (int64_t r = r0; r < r1; ++r) {
-    const RowIndex ri = row_index(b, r);
-    const float* row = read_row(b, ri.i1, ri.i2, ri.i3, buf);
-    char* out = act + size_t(r) * l.act_row;
-    if (l.k_quant) {
-      k.quantize_q8kx(row, out, b->ne[0]);
-    } else {
-      k.quantize_q8x(row, out, b->ne[0], zero_point);
-    }
-  }
+  split_range(node->src[1]->nrows(), p.ith, p.nth, &r0, &r1);
+  char* area = thread_area(p.work, l, p.ith);
+  fill_rows(node, l, r0, r1, align64(p.work), l.buf_bytes ? reinterpret_cast<float*>(area) : nullptr);
   return true;
 }
 
@@ -118,6 +134,11 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
   const int64_t n_cols = node->src[1]->nrows();
   const size_t group_bytes = size_t(kGroupRows) * a->nb[1];
   const char* act = l.direct ? static_cast<const char*>(node->src[1]->data) : align64(p.work);
+  if (l.own) {
+    char* mine = thread_area(p.work, l, p.ith);
+    fill_rows(node, l, 0, n_cols, mine, l.buf_bytes ? reinterpret_cast<float*>(mine + l.act_bytes) : nullptr);
+    act = mine;
+  }
   auto* dst = static_cast<float*>(node->data);
   const size_t dst_stride = size_t(node->ne[0]);
 
