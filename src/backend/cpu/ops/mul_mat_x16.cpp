@@ -1,7 +1,6 @@
 #include "backend/cpu/ops/mul_mat_x16.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "backend/cpu/gemm_kernels.h"
 #include "backend/cpu/ops/common.h"

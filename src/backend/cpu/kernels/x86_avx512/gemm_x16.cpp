@@ -88,9 +88,10 @@ inline __m512 column_step(__m512 acc, const __m512i (&w)[8], __m512 dw, const Bl
 // block's unpacked weight registers to the stack and load them back before the dot
 // products lets one core stream more: a ~300 MB matrix on Zen 4, Q4_0 24 -> 31 GB/s,
 // Q4_K 22 -> 29, Q6_K 19 -> 23, F16 (converted halves) 24 -> 28 (a plain read loop:
-// ~32); Q8_0, whose registers are the stream's loads themselves, gains nothing. Measured, not derived; our reading is that
-// the dot products then wait on L1 loads in the load queue rather than in the vector
-// scheduler, so the core runs further ahead and keeps more misses in flight.
+// ~32); Q8_0, whose registers are the stream's loads themselves, gains nothing.
+// Measured, not derived; our reading is that the dot products then wait on L1 loads in
+// the load queue rather than in the vector scheduler, so the core runs further ahead
+// and keeps more misses in flight.
 template <typename V, size_t M>
 inline void through_l1(V (&w)[M]) {
   asm volatile("" : : "m"(w) : "memory");
