@@ -1,7 +1,8 @@
 // The fused attention op against a double-precision softmax(scale q k^T + mask) v:
 // grouped-query heads, F16 and F32 caches, head sizes that are and are not multiples of
 // the vector width, decode (one token) and prompt batches, causal and ragged masks, tiles
-// of 16 rows and of fewer than 4 rows (which take another path),
+// of 16 rows and of fewer than 4 rows (which take another path), F16 caches read directly
+// by decode tiles,
 // a token that sees no cell (zeros), and permuted queries / padded cache rows.
 #include <gtest/gtest.h>
 
@@ -48,6 +49,12 @@ const AttnCase kCases[] = {
     {80, 1, 6, 3, 23, kF32},                 // 2 rows, head size 80
     {128, 3, 2, 2, 70, kF16},                // 3 rows, one of them masked entirely
     {8, 1, 8, 4, 17, kF32, false},           // tiny heads, no mask
+    // F16 caches whose KV heads' rows fit one tile are read directly where the level can
+    // (tile_f16): the cases above with 1-12 rows per head, and these.
+    {64, 2, 16, 2, 100, kF16},               // 16 rows, two row chunks
+    {8, 1, 8, 2, 33, kF16},                  // head size under one vector
+    {96, 1, 8, 1, 161, kF16, false},         // 8 rows, 6 vectors of d, no mask
+    {48, 1, 7, 1, 30, kF16, true, Layout::Permuted, Layout::Sliced},  // 7 rows, sliced cache
 };
 
 const float kNegInf = -std::numeric_limits<float>::infinity();

@@ -4,7 +4,8 @@
 // attention.cpp) states the computation, AVX-512 (kernels/x86_avx512/attention.cpp) keeps
 // one query row per 512-bit lane, so K and V rows are read in their natural layout as
 // broadcast scalars and no transposes are needed. AVX2 (kernels/x86_avx2/attention.cpp)
-// does one row at a time with lanes over the head dimension.
+// does one row at a time with lanes over the head dimension. A level may also read an F16
+// cache directly (tile_f16) for KV heads whose rows fit one tile, as in decode.
 #pragma once
 
 #include <cstddef>
@@ -27,9 +28,18 @@ struct AttnTile {
   size_t k_stride = 0;
   const float* v = nullptr;  // cell c's value at v + c * v_stride (hd floats)
   size_t v_stride = 0;
+  // tile_f16 reads the F16 cache instead of k and v: cell c's key at k16 + c * k_stride
+  // and its value at v16 + c * v_stride (strides in elements).
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
   float* out[kAttnRows] = {};  // per row: hd floats written
-  float* scratch = nullptr;    // (n + hd) * 16 floats, 64-byte aligned
+  float* scratch = nullptr;    // attn_scratch_floats(n, hd) floats, 64-byte aligned
 };
+
+/// Scratch floats a tile of n cells and head size hd needs (either kind of tile).
+constexpr size_t attn_scratch_floats(int64_t n, int64_t hd) {
+  return size_t(n + hd + 32) * size_t(kAttnRows);
+}
 
 /// out[r] = sum_c softmax_c(q[r] . k[c] + mask[r][c]) v[c]; a row whose every cell is
 /// masked (-inf) gets zeros.
@@ -38,6 +48,9 @@ using AttnTileFn = void (*)(const AttnTile& t);
 struct AttnKernels {
   Isa isa;
   AttnTileFn tile;
+  // The same result from an F16 cache (k16, v16), or null where the level has none (the
+  // op then converts the cache to F32 first).
+  AttnTileFn tile_f16 = nullptr;
 };
 
 /// The kernels of the active vector level, or the reference ones where it has none.

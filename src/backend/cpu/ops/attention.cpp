@@ -24,9 +24,17 @@ Shape3 shape_of(const Tensor* node) {
   return {q->ne[0], q->ne[1], q->ne[2], k->ne[1], k->ne[2], q->ne[2] / k->ne[2]};
 }
 
-// K and V in F32: the cache itself when it is F32, else converted copies (prepare).
-bool needs_conversion(const Tensor* node) { return node->src[1]->type != DType::F32; }
-// The converted copies hold F16 (the only other cache type supported).
+// A KV head's query rows fit one tile (decode), an F16 cache, and a level that reads
+// it directly: each head's cells are then read by one tile only, and no F32 copy is made.
+bool reads_f16(const Tensor* node) {
+  const Shape3 s = shape_of(node);
+  return node->src[1]->type == DType::F16 && s.group * s.n_tokens <= kAttnRows &&
+         attn_kernels().tile_f16 != nullptr;
+}
+
+// K and V in F32: the cache itself when it is F32, else converted copies (prepare) of
+// the F16 cache (the only other type supported), unless the tiles read it directly.
+bool needs_conversion(const Tensor* node) { return node->src[1]->type != DType::F32 && !reads_f16(node); }
 
 size_t converted_bytes(const Shape3& s) {
   return round_up(size_t(s.n_head_kv * s.n_kv * s.hd) * sizeof(float));
@@ -35,7 +43,7 @@ size_t converted_bytes(const Shape3& s) {
 // Per thread: the scaled query rows of a tile, then the tile kernel's scratch.
 size_t thread_bytes(const Shape3& s) {
   return round_up(size_t(kAttnRows * s.hd) * sizeof(float)) +
-         round_up(size_t((s.n_kv + s.hd) * kAttnRows) * sizeof(float));
+         round_up(attn_scratch_floats(s.n_kv, s.hd) * sizeof(float));
 }
 
 struct Kv {
@@ -126,8 +134,9 @@ void attention_compute(Tensor* node, const KernelParams& p) {
   const Tensor* mask = node->src[3];
   const Shape3 s = shape_of(node);
   const float scale = std::get<AttentionParams>(node->params).scale;
-  const Kv k = kv_of(node, 1, p, s);
-  const Kv v = kv_of(node, 2, p, s);
+  const bool direct = reads_f16(node);
+  const Kv k = direct ? Kv{} : kv_of(node, 1, p, s);
+  const Kv v = direct ? Kv{} : kv_of(node, 2, p, s);
   const int64_t rows_per_head = s.group * s.n_tokens;
   const int64_t tiles_per_head = (rows_per_head + kAttnRows - 1) / kAttnRows;
   char* mine = align64(p.work) + (needs_conversion(node) ? 2 * converted_bytes(s) : 0) +
@@ -135,7 +144,7 @@ void attention_compute(Tensor* node, const KernelParams& p) {
   float* qbuf = reinterpret_cast<float*>(mine);
   float* scratch = reinterpret_cast<float*>(mine + round_up(size_t(kAttnRows * s.hd) * sizeof(float)));
   const VecKernels& vk = vec_kernels();
-  const AttnTileFn tile_fn = attn_kernels().tile;
+  const AttnTileFn tile_fn = direct ? attn_kernels().tile_f16 : attn_kernels().tile;
 
   int64_t i0, i1;
   split_range(s.n_head_kv * tiles_per_head, p.ith, p.nth, &i0, &i1);
@@ -168,10 +177,19 @@ void attention_compute(Tensor* node, const KernelParams& p) {
       for (int r = 0; r < t.rows; ++r) std::fill(t.out[r], t.out[r] + s.hd, 0.0f);
       continue;
     }
-    t.k = k.base + size_t(hk) * k.head + size_t(lo) * k.row;
-    t.k_stride = k.row;
-    t.v = v.base + size_t(hk) * v.head + size_t(lo) * v.row;
-    t.v_stride = v.row;
+    if (direct) {
+      const Tensor* kc = node->src[1];
+      const Tensor* vc = node->src[2];
+      t.k16 = reinterpret_cast<const uint16_t*>(elem_ptr(kc, 0, lo, hk, 0));
+      t.k_stride = kc->nb[1] / sizeof(uint16_t);
+      t.v16 = reinterpret_cast<const uint16_t*>(elem_ptr(vc, 0, lo, hk, 0));
+      t.v_stride = vc->nb[1] / sizeof(uint16_t);
+    } else {
+      t.k = k.base + size_t(hk) * k.head + size_t(lo) * k.row;
+      t.k_stride = k.row;
+      t.v = v.base + size_t(hk) * v.head + size_t(lo) * v.row;
+      t.v_stride = v.row;
+    }
     t.scratch = scratch;
     tile_fn(t);
   }

@@ -9,6 +9,7 @@
 // Compiled with per-file target flags, reached only through attn_dispatch.cpp.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/kernels/x86_avx512/exp.h"
@@ -95,7 +96,10 @@ void weighted_values(const AttnTile& t, const float* st, __m512 inv, int64_t d0,
 // softmax runs over 16 cells at a time, and the values accumulate into hd / 16 vectors.
 constexpr int kFewRows = 4;
 
-inline __mmask16 lanes(int64_t left) { return left >= kL ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u); }
+inline __mmask16 lanes(int64_t left) {
+  if (left <= 0) return 0;
+  return left >= kL ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
+}
 
 float dot_row(const float* q, const float* k, int64_t hd) {
   __m512 acc = _mm512_setzero_ps();
@@ -165,8 +169,225 @@ void tile(const AttnTile& t) {
   }
 }
 
+// ---- an F16 cache read directly (tile_f16) ---------------------------------------------
+// When all the query rows of a KV head fit one tile (decode), the tile is the only reader
+// of that head's cells, so converting the cache to F32 first would only add a pass over
+// it. Here K and V stay F16, and every lane is useful whatever the number of rows (the
+// row-per-lane tile above fills rows/16 of each vector: half, for a model with 8 query
+// heads per KV head):
+//  - scores, lanes over cells: 16 cells' keys are converted and transposed into
+//    kt[d][16] (scratch), then row r's 16 scores are sum_d q[r][d] * kt[d], q[r][d]
+//    broadcast; below kFewRows rows a transpose costs more than it saves, and each score
+//    is a dot product with lanes over d instead;
+//  - softmax per row over its scores (rows of ns floats);
+//  - values, lanes over d: each cell's value row is converted once per pass and meets
+//    every row's probability (broadcast).
+
+inline __m512 load_f16(const uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+// In place: r[i] holds element i of each of the 16 input vectors.
+void transpose16(__m512 (&r)[kL]) {
+  __m512 t[kL];
+  for (int i = 0; i < kL; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // u[4i + j], 128-bit lane l: element 4l + j of inputs 4i .. 4i + 3.
+  __m512 u[kL];
+  for (int i = 0; i < kL; i += 4) {
+    u[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512 x0 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 x1 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512 y0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 y1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 1, 3, 1));
+    r[j] = _mm512_shuffle_f32x4(x0, y0, _MM_SHUFFLE(2, 0, 2, 0));
+    r[4 + j] = _mm512_shuffle_f32x4(x1, y1, _MM_SHUFFLE(2, 0, 2, 0));
+    r[8 + j] = _mm512_shuffle_f32x4(x0, y0, _MM_SHUFFLE(3, 1, 3, 1));
+    r[12 + j] = _mm512_shuffle_f32x4(x1, y1, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// Software prefetch (into L2) of the cache rows kAheadCells cells ahead: in a cache row
+// every KV head has its part, so one head's rows are a stride the hardware prefetchers
+// follow poorly. One core, the TinyLlama decode at 2048 cells (bench/attention_bench.cpp,
+// during development): into L1 48 cells ahead ~12.5 ms per token, 16 ahead ~10.6; into
+// L2 48-256 ahead ~8.6-8.8.
+constexpr int64_t kAheadCells = 64;
+
+inline void prefetch_row(const uint16_t* row, int64_t hd) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int64_t off = 0; off < hd * 2; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
+}
+
+// kt[d * 16 + i] = k[c0 + i][d] for d < hd rounded up to 16 (cells past n and d past hd
+// give zeros).
+void transpose_keys(const AttnTile& t, int64_t c0, float* kt) {
+  const int64_t valid = std::min<int64_t>(kL, t.n - c0);
+  const uint16_t* k0 = t.k16 + size_t(c0) * t.k_stride;
+  const uint16_t* ahead = t.k16 + size_t(std::min<int64_t>(c0 + kAheadCells, t.n - 1)) * t.k_stride;
+  const uint16_t* last = t.k16 + size_t(t.n - 1) * t.k_stride;
+  for (int i = 0; i < kL; ++i) prefetch_row(std::min(ahead + size_t(i) * t.k_stride, last), t.hd);
+  for (int64_t d0 = 0; d0 < t.hd; d0 += kL) {
+    const __mmask16 m = lanes(t.hd - d0);
+    __m512 r[kL];
+    const uint16_t* row = k0 + d0;
+    for (int i = 0; i < kL; ++i, row += t.k_stride) r[i] = load_f16(row, i < valid ? m : __mmask16(0));
+    transpose16(r);
+    for (int j = 0; j < kL; ++j) _mm512_store_ps(kt + (d0 + j) * kL, r[j]);
+  }
+}
+
+// s[r * ns + c0 + i] = q[r] . k[c0 + i], i < 16, for the rows [r0, r0 + R).
+template <int R>
+void score_rows(const AttnTile& t, const float* kt, int r0, float* s, int64_t ns, int64_t c0) {
+  __m512 acc[R];
+  const float* q[R];
+  for (int r = 0; r < R; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    q[r] = t.q[r0 + r];
+  }
+  for (int64_t d = 0; d < t.hd; ++d) {
+    const __m512 kv = _mm512_load_ps(kt + d * kL);
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][d]), kv, acc[r]);
+  }
+  for (int r = 0; r < R; ++r) _mm512_store_ps(s + (r0 + r) * ns + c0, acc[r]);
+}
+
+// Calls f(std::integral_constant<int, R>{}, r0) for the rows in chunks of up to 8.
+template <typename F>
+void for_row_chunks(int rows, F f) {
+  for (int r0 = 0; r0 < rows; r0 += 8) {
+    switch (std::min(8, rows - r0)) {
+      case 1: f(std::integral_constant<int, 1>{}, r0); break;
+      case 2: f(std::integral_constant<int, 2>{}, r0); break;
+      case 3: f(std::integral_constant<int, 3>{}, r0); break;
+      case 4: f(std::integral_constant<int, 4>{}, r0); break;
+      case 5: f(std::integral_constant<int, 5>{}, r0); break;
+      case 6: f(std::integral_constant<int, 6>{}, r0); break;
+      case 7: f(std::integral_constant<int, 7>{}, r0); break;
+      default: f(std::integral_constant<int, 8>{}, r0); break;
+    }
+  }
+}
+
+// Scores of fewer than kFewRows rows: one dot product per (row, cell), lanes over d.
+void score_few(const AttnTile& t, float* s, int64_t ns) {
+  for (int64_t c = 0; c < t.n; ++c) {
+    const uint16_t* k = t.k16 + size_t(c) * t.k_stride;
+    __m512 acc[kFewRows - 1] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t d = 0; d < t.hd; d += kL) {
+      const __mmask16 m = lanes(t.hd - d);
+      const __m512 kv = load_f16(k + d, m);
+      for (int r = 0; r < t.rows; ++r) acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, t.q[r] + d), kv, acc[r]);
+    }
+    for (int r = 0; r < t.rows; ++r) s[r * ns + c] = _mm512_reduce_add_ps(acc[r]);
+  }
+}
+
+// Adds row r's mask to its n scores s, then turns them into exp(s - max); returns
+// 1 / sum, or 0 for a row that sees no cell (its probabilities are then all 0).
+float softmax_row(const AttnTile& t, int r, float* s) {
+  __m512 mx = _mm512_set1_ps(-INFINITY);
+  for (int64_t c = 0; c < t.n; c += kL) {
+    const __mmask16 m = lanes(t.n - c);
+    __m512 v = _mm512_maskz_loadu_ps(m, s + c);
+    if (t.mask) {
+      v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, t.mask + t.mask_off[r] + c));
+      _mm512_mask_storeu_ps(s + c, m, v);
+    }
+    mx = _mm512_mask_max_ps(mx, m, mx, v);
+  }
+  const float max = _mm512_reduce_max_ps(mx);
+  if (max == -INFINITY) {
+    std::fill(s, s + t.n, 0.0f);
+    return 0.0f;
+  }
+  const __m512 vmax = _mm512_set1_ps(max);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t c = 0; c < t.n; c += kL) {
+    const __mmask16 m = lanes(t.n - c);
+    const __m512 p = _mm512_maskz_mov_ps(m, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + c), vmax)));
+    _mm512_mask_storeu_ps(s + c, m, p);
+    sum = _mm512_add_ps(sum, p);
+  }
+  return 1.0f / _mm512_reduce_add_ps(sum);
+}
+
+// out[r][d0 + 16 j ..] = inv[r] * sum_c p[r][c] v[c][d0 + 16 j ..] for rows [r0, r0 + R)
+// and J vectors of d.
+template <int R, int J>
+void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0, int64_t d0) {
+  // Locals, not t's fields, in the loop: its stores would otherwise make the compiler
+  // reload n and keep the accumulators in memory.
+  const int64_t n = t.n;
+  const uint16_t* v = t.v16 + d0;
+  const size_t stride = t.v_stride;
+  const float* p = s + r0 * ns;
+  __mmask16 m[J];
+  __m512 acc[R * J];
+#pragma GCC unroll 4
+  for (int j = 0; j < J; ++j) m[j] = lanes(t.hd - d0 - j * kL);
+#pragma GCC unroll 16
+  for (int i = 0; i < R * J; ++i) acc[i] = _mm512_setzero_ps();
+  const uint16_t* last = t.v16 + size_t(n - 1) * stride;
+  for (int64_t c = 0; c < n; ++c, v += stride) {
+    if (d0 == 0) prefetch_row(std::min(v + kAheadCells * stride, last), t.hd);
+    __m512 vv[J];
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) vv[j] = load_f16(v + j * kL, m[j]);
+#pragma GCC unroll 16
+    for (int i = 0; i < R * J; ++i) {
+      acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(p[(i / J) * ns + c]), vv[i % J], acc[i]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R * J; ++i) {
+    const int r = r0 + i / J, j = i % J;
+    _mm512_mask_storeu_ps(t.out[r] + d0 + j * kL, m[j], _mm512_mul_ps(acc[i], _mm512_set1_ps(inv[r])));
+  }
+}
+
+// Values of the rows [r0, r0 + R): up to 16 accumulators, so 2 vectors of d per pass
+// over the cells for more than 4 rows, else 4.
+template <int R>
+void values_for_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0) {
+  constexpr int kJ = R > 4 ? 2 : 4;
+  for (int64_t d0 = 0; d0 < t.hd; d0 += kJ * kL) {
+    switch (std::min<int64_t>(kJ, (t.hd - d0 + kL - 1) / kL)) {
+      case 1: value_rows<R, 1>(t, s, ns, inv, r0, d0); break;
+      case 2: value_rows<R, 2>(t, s, ns, inv, r0, d0); break;
+      case 3: value_rows<R, 3>(t, s, ns, inv, r0, d0); break;
+      default: value_rows<R, kJ>(t, s, ns, inv, r0, d0); break;
+    }
+  }
+}
+
+void tile_f16(const AttnTile& t) {
+  float* kt = t.scratch;                                // hd rounded up to 16, times 16
+  float* s = t.scratch + (t.hd + kL - 1) / kL * kL * kL;  // rows * ns
+  const int64_t ns = (t.n + kL - 1) / kL * kL;
+  if (t.rows < kFewRows) {
+    score_few(t, s, ns);
+  } else {
+    for (int64_t c0 = 0; c0 < t.n; c0 += kL) {
+      transpose_keys(t, c0, kt);
+      for_row_chunks(t.rows, [&](auto r, int r0) { score_rows<decltype(r)::value>(t, kt, r0, s, ns, c0); });
+    }
+  }
+  float inv[kAttnRows];
+  for (int r = 0; r < t.rows; ++r) inv[r] = softmax_row(t, r, s + r * ns);
+  for_row_chunks(t.rows, [&](auto r, int r0) { values_for_rows<decltype(r)::value>(t, s, ns, inv, r0); });
+}
+
 }  // namespace
 
-const AttnKernels kAttnKernels = {.isa = Isa::Avx512, .tile = tile};
+const AttnKernels kAttnKernels = {.isa = Isa::Avx512, .tile = tile, .tile_f16 = tile_f16};
 
 }  // namespace tessera::cpu::avx512
