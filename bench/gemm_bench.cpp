@@ -3,7 +3,7 @@
 // - gemm_x16: data in cache, 8 groups of 16 rows x k = 2048 against n activation
 //   columns (1 = decode, 64 = prompt). The counter GMAC/s is 16 * 8 * 2048 * n
 //   multiply-adds per run; compare with the machine's peak (vpdpbusd zmm: 64 MACs per
-//   instruction, FMA zmm: 16).
+//   instruction, FMA zmm: 16; AVX2: vpmaddubsw ymm 32, with a vpmaddwd to widen).
 // - gemm_x16_stream: decode (1 column) over a ~256 MB matrix on 2 MiB pages, as
 //   generation streams the weights from memory; bytes_per_second is the weight bytes
 //   read (compare with a plain read loop on one core).
@@ -111,7 +111,7 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g, int64_t r
 }
 
 [[maybe_unused]] const bool kRegistered = [] {
-  for (Isa isa : {Isa::Reference, Isa::Avx512}) {
+  for (Isa isa : {Isa::Reference, Isa::Avx2, Isa::Avx512}) {
     const GemmKernels* g = gemm_kernels_for(isa);
     if (g == nullptr) continue;
     for (const Case& c : kCases) {

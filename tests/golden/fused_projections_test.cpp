@@ -102,7 +102,7 @@ TEST_P(FusedProjectionsTest, LogitsBitIdenticalToUnfused) {
     n_fused += int(l.wqkv != nullptr) + int(l.ffn_gate_up != nullptr);
   }
   if (n_fused == 0) {
-    GTEST_SKIP() << "nothing fused: weights not repacked here (no AVX-512 VNNI, or "
+    GTEST_SKIP() << "nothing fused: weights not repacked here (no AVX2, or "
                     "TESSERA_REPACK=0), or no set of one type";
   }
   const std::vector<float> want = run(*plain, 2);

@@ -193,6 +193,8 @@ const QuantMulMatCase kX16Cases[] = {
     {DType::Q4_K, 256, 16, 5},   {DType::Q4_K, 2048, 32, 1}, {DType::Q4_K, 512, 16, 19},
     {DType::Q4_K, 256, 16, 3, 1, 1, 1, 1, kT},
     {DType::Q6_K, 256, 16, 5},   {DType::Q6_K, 2048, 32, 1}, {DType::Q6_K, 768, 16, 11},
+    // Two columns (AVX2 does both 8-row halves in one pass up to two columns).
+    {DType::Q4_K, 512, 16, 2},   {DType::Q6_K, 256, 32, 2},  {DType::Q8_0, 64, 16, 2},
 };
 
 class MulMatX16Test : public ::testing::TestWithParam<QuantMulMatCase> {};

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "backend/cpu/repack.h"
+#include "backend/cpu/vec.h"
 #include "core/fp16.h"
 #include "ops/op_test_util.h"
 
@@ -80,8 +82,9 @@ Tensor* repacked(OpTest& t, const Tensor* a, std::vector<uint16_t>& halves,
 
 class MulMatTest : public ::testing::TestWithParam<MulMatCase> {};
 
-TEST_P(MulMatTest, MatchesReference) {
-  const MulMatCase& c = GetParam();
+// Builds mul_mat for case c, checks it on every level and thread count, and returns its
+// result with one thread under the active level.
+std::vector<double> check_case(const MulMatCase& c) {
   OpTest t(41);
   Tensor* a = t.input(c.type, {c.k, c.m, c.a2, c.a3}, c.la, -1, 1);
   Tensor* b = t.input(F32, {c.k, c.n, c.b2, c.b3}, c.lb, -1, 1);
@@ -101,9 +104,42 @@ TEST_P(MulMatTest, MatchesReference) {
   });
   // Float accumulation error grows about like sqrt(k) relative to sum |a_i b_i|.
   t.check(out, want, {4e-7 * std::sqrt(double(c.k)), 1e-30});
+  return t.run(out, 1);
 }
 
+TEST_P(MulMatTest, MatchesReference) { check_case(GetParam()); }
+
 INSTANTIATE_TEST_SUITE_P(Cases, MulMatTest, ::testing::ValuesIn(kMulMatCases));
+
+// F16 weights repacked: every level computes the same bits (gemm_kernels.h). Widths:
+// decode, two columns (one pass over both 8-row halves on AVX2), full tiles and tails of
+// 6 (AVX2) and 12 (AVX-512) columns; odd and even k.
+const MulMatCase kF16X16Cases[] = {
+    {4097, 16, 1, 1, 1, 1, 1, F16, kC, kC, true}, {64, 32, 2, 1, 1, 1, 1, F16, kC, kC, true},
+    {255, 32, 13, 1, 1, 1, 1, F16, kC, kC, true}, {31, 16, 7, 1, 1, 1, 1, F16, kC, kC, true},
+    {96, 16, 25, 1, 1, 1, 1, F16, kC, kC, true},  {64, 48, 30, 1, 1, 1, 1, F16, kC, kT, true},
+};
+
+class MulMatF16X16Test : public ::testing::TestWithParam<MulMatCase> {};
+
+TEST_P(MulMatF16X16Test, MatchesReferenceOnEveryLevelToTheBit) {
+  const MulMatCase& c = GetParam();
+  const cpu::Isa saved = cpu::active_isa();
+  std::vector<std::vector<double>> results;
+  for (cpu::Isa isa : {cpu::Isa::Reference, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    if (!cpu::set_active_isa(isa)) continue;
+    results.push_back(check_case(c));
+  }
+  cpu::set_active_isa(saved);
+  for (size_t i = 1; i < results.size(); ++i) {
+    ASSERT_EQ(results[i].size(), results[0].size());
+    for (size_t e = 0; e < results[0].size(); ++e) {
+      ASSERT_EQ(results[i][e], results[0][e]) << "level " << i << " element " << e;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, MulMatF16X16Test, ::testing::ValuesIn(kF16X16Cases));
 
 }  // namespace
 }  // namespace tessera::test

@@ -82,7 +82,7 @@ TEST(FuseWeights, DifferentTypesAreNotFused) {
 
 TEST(FuseWeights, FileLayoutsAreNotFused) {
   test::ScopedEnv env("TESSERA_FUSE", "1");
-  Layer m(0, DType::Q8_0);  // not repacked (TESSERA_REPACK=0, AVX2 machines)
+  Layer m(0, DType::Q8_0);  // not repacked (TESSERA_REPACK=0, or no AVX2)
   EXPECT_EQ(fuse_projections(m.w, m.arena), 0);
   EXPECT_EQ(m.w.layers[0].wqkv, nullptr);
 }

@@ -28,7 +28,7 @@ const GemmKernels* gemm_kernels_for(Isa isa) {
     case Isa::Reference:
       return &reference::kGemmKernels;
     case Isa::Avx2:
-      return nullptr;
+      return &avx2::kGemmKernels;
     case Isa::Avx512:
       return &avx512::kGemmKernels;
   }

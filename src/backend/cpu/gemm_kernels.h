@@ -1,8 +1,9 @@
 // Kernels for the repacked _X16 weights (repack.h): an activation quantizer and one
 // register-tiled GEMM per weight layout, one table per instruction-set level. The
 // reference level (kernels/reference/gemm_x16.cpp) is the specification; AVX-512 VNNI
-// lives in kernels/x86_avx512/gemm_x16.cpp. AVX2 has no table: on such CPUs weights keep
-// the file layout (see fast_gemm_available).
+// lives in kernels/x86_avx512/gemm_x16.cpp and AVX2 (+FMA, F16C; vpmaddubsw/vpmaddwd in
+// place of vpdpbusd) in kernels/x86_avx2/gemm_x16.cpp, so both levels repack the weights
+// at load (see fast_gemm_available).
 //
 // Contract shared by every level: each output is
 //   quantized: acc = 0; for each block b in order: acc = fma(float(bias_b + sum_i w_i q_i), dw_b * da_b, acc)
@@ -61,6 +62,9 @@ const GemmKernels* gemm_kernels_for(Isa isa);
 bool fast_gemm_available();
 
 namespace reference {
+extern const GemmKernels kGemmKernels;
+}
+namespace avx2 {
 extern const GemmKernels kGemmKernels;
 }
 namespace avx512 {

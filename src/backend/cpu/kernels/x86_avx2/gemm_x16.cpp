@@ -1,0 +1,558 @@
+// AVX2 kernels for the repacked _X16 weights (gemm_kernels.h, layout in repack.h), for
+// CPUs without AVX-512: AVX2, FMA and F16C only.
+//
+// Register blocking. A 256-bit register holds 4 bytes of 8 rows, so a group's 16 rows
+// are two halves (rows 0-7 and 8-15: the first and second 32 bytes of each 64-byte
+// weight word). With 16 ymm registers a tile is one half (8 rows, one int32 / float lane
+// per row) x up to kMaxCols activation columns: per block the half's weight words are
+// loaded (and unpacked) once and reused for every column, each column keeps one float
+// accumulator and one 16-bit partial sum, and the activation words are broadcast from
+// memory. The two halves are two passes over the group (the second one from cache).
+// Decode (one or two columns) does both halves in one pass instead, so the group is
+// streamed from memory once, with the software prefetch running ahead of it.
+//
+// Integer products without VNNI: vpmaddubsw multiplies unsigned weight bytes by signed
+// activation bytes and adds adjacent pairs into saturating int16; vpmaddwd then adds
+// int16 pairs into int32 (with ones, or with a scale). Every sum below is exact: the
+// bounds are given per layout, with |activation quant| <= 127 (BlockQ8X / BlockQ8KX come
+// from the Q8_0 / Q8_K quantizers, which round x / (max|x| / 127)).
+//
+// Compiled with per-file target flags, reached only through gemm_dispatch.cpp. The small
+// helpers that the AVX-512 file also has are repeated here on purpose: they live in an
+// anonymous namespace, so each copy is compiled only with its own file's target flags.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <cstring>
+#include <type_traits>
+
+#include "backend/cpu/gemm_kernels.h"
+#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/repack.h"
+
+namespace tessera::cpu::avx2 {
+namespace {
+
+// Columns per tile of the integer kernels: 8 weight registers (the half's unpacked words
+// of a block, chunk or quarter) plus, per column, a float accumulator and an int16 /
+// int32 partial sum. That is more than 16 registers from 4 columns on, but the compiler's
+// spills (accumulators kept in L1 between blocks) cost less than unpacking the weights
+// for fewer columns: GMAC/s at 64 columns, one core (Zen 4, loaded machine), for tiles of
+// 3 / 4 / 6 / 8 columns: Q4_0 90 / 94 / 97 / 100, Q8_0 55 / 57 / 60 / 62, Q4_K 73 / 78 /
+// 73 / 76, Q6_K 49 / 61 / 73 / 80.
+constexpr int kMaxCols = 8;
+// Up to this many columns a tile does both halves in one pass (decode streams the group
+// from memory once).
+constexpr int kOnePassCols = 2;
+constexpr int kHalfRows = 8;
+
+// Software prefetch of the weight stream into L2, as in the AVX-512 kernels: each block
+// asks for its share of the group's bytes kAhead further on, so the prefetch front
+// sweeps the stream evenly.
+constexpr size_t kAhead = 65536;
+
+inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
+  const uint8_t* p = group + pos + kAhead;
+  for (size_t off = 0; off < bytes; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
+}
+
+// Calls tile(std::integral_constant<int, N>, c) for columns [c, c + N): full tiles of
+// kMax columns, then one tile of the remaining width.
+template <int N, typename Tile>
+void tail_tile(int64_t left, int64_t c, Tile tile) {
+  if constexpr (N > 0) {
+    if (left == N) return tile(std::integral_constant<int, N>{}, c);
+    tail_tile<N - 1>(left, c, tile);
+  }
+}
+
+template <int kMax, typename Tile>
+void for_each_tile(int64_t n_cols, Tile tile) {
+  int64_t c = 0;
+  for (; c + kMax <= n_cols; c += kMax) tile(std::integral_constant<int, kMax>{}, c);
+  tail_tile<kMax - 1>(n_cols - c, c, tile);
+}
+
+// Runs a tile of N columns over halves: one pass with both (H = 2) for narrow tiles,
+// else two passes of one half (H = 1, starting at half h0).
+template <int N, typename Pass>
+void over_halves(Pass pass) {
+  if constexpr (N <= kOnePassCols) {
+    pass(std::integral_constant<int, 2>{}, 0);
+  } else {
+    pass(std::integral_constant<int, 1>{}, 0);
+    pass(std::integral_constant<int, 1>{}, 1);
+  }
+}
+
+// The 4 activation bytes at q in every int32 lane.
+inline __m256i bcast(const int8_t* q) {
+  int32_t v;
+  std::memcpy(&v, q, sizeof(v));
+  return _mm256_set1_epi32(v);
+}
+
+inline __m256 scales8(const void* halves) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(halves)));
+}
+
+// Decode (one column) keeps up with memory better when the unpacked weight registers
+// go through L1 (see the AVX-512 kernels' through_l1).
+template <typename V, size_t M>
+inline void through_l1(V (&w)[M]) {
+  asm volatile("" : : "m"(w) : "memory");
+}
+
+void quantize_q8x(const float* x, void* y, int64_t n, int32_t zero_point) {
+  quantize_row_q8x(kQuantKernels.quantize_q8_0, x, static_cast<BlockQ8X*>(y), n, zero_point);
+}
+
+void quantize_q8kx(const float* x, void* y, int64_t n) {
+  quantize_row_q8kx(kQuantKernels.quantize_q8_K, x, static_cast<BlockQ8KX*>(y), n);
+}
+
+// ---- Q4_0 and Q8_0 ------------------------------------------------------------------
+// Register w[j] holds, for each of the half's 8 rows, the 4 weights that meet activation
+// word j (elements 4j..4j+3).
+//
+// Q4_0: weights are nibbles 0..15. One vpmaddubsw lane is at most 2 * 15 * 127 = 3810,
+// so the 8 words of a block add up in int16 to at most 8 * 3810 = 30480 < 32767; one
+// vpmaddwd with ones gives the int32 sum, which starts from the block's bias.
+inline void load_q4_0(const uint8_t* q, __m256i (&w)[8]) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  for (int i = 0; i < 4; ++i) {
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + i * 64));
+    w[i] = _mm256_and_si256(raw, low);
+    w[i + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+  }
+}
+
+inline __m256i block_sum_q4_0(const __m256i (&w)[8], const BlockQ8X& a) {
+  __m256i s16 = _mm256_maddubs_epi16(w[0], bcast(a.qs));
+  for (int j = 1; j < 8; ++j)
+    s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[j], bcast(a.qs + 4 * j)));
+  return _mm256_add_epi32(_mm256_set1_epi32(a.bias), _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+}
+
+// Q8_0: bytes are u = q + 128 (0..255), and 255 * 127 * 2 would saturate vpmaddubsw.
+// The signed weight q = u ^ 0x80 (-128..127) is split into |q| (unsigned, at most 128)
+// and its sign, which moves onto the activation byte (vpsignb: a * sign(q), still within
+// -127..127). One lane is then at most 2 * 128 * 127 = 32512 < 32767 (one word only:
+// two would not fit), widened per word with vpmaddwd. The result is sum(q a), which is
+// the contract's bias + sum(u a) because the activation quantizer sets
+// bias = -128 * sum(a) (repack.h), so the bias is not added again.
+struct Q8Weights {
+  __m256i abs[8];   // |q|
+  __m256i sign[8];  // q, read only for its sign
+};
+
+inline void load_q8_0(const uint8_t* q, Q8Weights& w) {
+  const __m256i flip = _mm256_set1_epi8(char(0x80));
+  for (int j = 0; j < 8; ++j) {
+    w.sign[j] =
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + j * 64)), flip);
+    w.abs[j] = _mm256_abs_epi8(w.sign[j]);
+  }
+}
+
+inline __m256i block_sum_q8_0(const Q8Weights& w, const BlockQ8X& a) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i s = _mm256_setzero_si256();
+  for (int j = 0; j < 8; ++j) {
+    const __m256i p =
+        _mm256_maddubs_epi16(w.abs[j], _mm256_sign_epi8(bcast(a.qs + 4 * j), w.sign[j]));
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
+  }
+  return s;
+}
+
+// acc = fma(float(sum), dw * da, acc): the contract's order.
+inline __m256 scale_add(__m256 acc, __m256i sum, __m256 dw, float da) {
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(da)), acc);
+}
+
+template <int N, int H, bool kQ4>
+void tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, int h0, const char* act,
+          size_t act_stride, float* dst, size_t dst_stride) {
+  constexpr int kBlockBytes = kQ4 ? 256 : 512;
+  __m256 acc[H][N];
+  const BlockQ8X* cols[N];
+  for (int c = 0; c < N; ++c)
+    cols[c] = reinterpret_cast<const BlockQ8X*>(act + size_t(c) * act_stride);
+  for (int h = 0; h < H; ++h) {
+    for (int c = 0; c < N; ++c) acc[h][c] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    constexpr size_t kShare = kBlockBytes + kGroupRows * sizeof(uint16_t);  // quants + scales
+    prefetch_stream(quants, size_t(b) * kShare, kShare);
+    for (int h = 0; h < H; ++h) {
+      const uint8_t* q = quants + b * kBlockBytes + (h0 + h) * 32;
+      const __m256 dw = scales8(scales + b * kGroupRows + (h0 + h) * kHalfRows);
+      if constexpr (kQ4) {
+        __m256i w[8];
+        load_q4_0(q, w);
+        if constexpr (N == 1) through_l1(w);
+        for (int c = 0; c < N; ++c)
+          acc[h][c] = scale_add(acc[h][c], block_sum_q4_0(w, cols[c][b]), dw, cols[c][b].d);
+      } else {
+        Q8Weights w;
+        load_q8_0(q, w);
+        for (int c = 0; c < N; ++c)
+          acc[h][c] = scale_add(acc[h][c], block_sum_q8_0(w, cols[c][b]), dw, cols[c][b].d);
+      }
+    }
+  }
+  for (int h = 0; h < H; ++h) {
+    for (int c = 0; c < N; ++c)
+      _mm256_storeu_ps(dst + size_t(c) * dst_stride + size_t((h0 + h) * kHalfRows), acc[h][c]);
+  }
+}
+
+template <int kBlockBytes, bool kQ4>
+void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols, float* dst,
+          size_t dst_stride) {
+  const auto* quants = static_cast<const uint8_t*>(w);
+  const auto* scales = reinterpret_cast<const uint16_t*>(quants + nb * kBlockBytes);
+  const auto* a = static_cast<const char*>(act);
+  for_each_tile<kMaxCols>(n_cols, [&](auto n, int64_t c) {
+    constexpr int N = decltype(n)::value;
+    over_halves<N>([&](auto halves, int h0) {
+      tile<N, decltype(halves)::value, kQ4>(quants, scales, nb, h0, a + c * act_stride, act_stride,
+                                            dst + c * dst_stride, dst_stride);
+    });
+  });
+}
+
+// ---- Q4_K -----------------------------------------------------------------------------
+// Per super-block, the packed scale words of the half's rows decode in registers into
+// the 8 sub-block scales and the 8 mins, each as the int16 pair (x, x) or (m_2j, m_2j+1)
+// of a row's int32 lane. Per 64-element chunk each column's two sub-block sums are
+// vpmaddubsw of nibbles (lane <= 2 * 15 * 127 = 3810) over 8 words, in int16 at most
+// 8 * 3810 = 30480 < 32767; vpmaddwd with the (sc, sc) pair then gives sc * dot in int32
+// (<= 2 * 63 * 30480), added into the super-block's sum (<= 8 * 63 * 32 * 15 * 127,
+// about 3.1e7). The mins meet the activation sub-block sums (int16 pairs, |.| <= 32 * 127)
+// with vpmaddwd.
+
+struct Q4KScales {
+  __m256i sc[8];  // sub-block scale j as the int16 pair (sc_j, sc_j) of each row
+  __m256i m[4];   // mins of sub-blocks 2j, 2j + 1 as an int16 pair
+};
+
+// vpshufb control taking bytes lo and hi of each int32 lane into its two int16 halves.
+inline __m256i pair_control(int lo, int hi) {
+  const auto z = char(0x80);
+  return _mm256_setr_epi8(char(lo), z, char(hi), z, char(4 + lo), z, char(4 + hi), z, char(8 + lo),
+                          z, char(8 + hi), z, char(12 + lo), z, char(12 + hi), z, char(lo), z,
+                          char(hi), z, char(4 + lo), z, char(4 + hi), z, char(8 + lo), z,
+                          char(8 + hi), z, char(12 + lo), z, char(12 + hi), z);
+}
+
+inline void decode_q4_K(const uint8_t* words, Q4KScales& s) {
+  const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words));
+  const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 64));
+  const __m256i w2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 128));
+  const __m256i low6 = _mm256_set1_epi8(0x3F);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i top2 = _mm256_set1_epi8(char(0xC0));
+  // Bytes j of these words are the scales / mins of sub-blocks j (lo) and 4 + j (hi).
+  const __m256i sc_lo = _mm256_and_si256(w0, low6);
+  const __m256i m_lo = _mm256_and_si256(w1, low6);
+  const __m256i sc_hi =
+      _mm256_or_si256(_mm256_and_si256(w2, low4), _mm256_srli_epi32(_mm256_and_si256(w0, top2), 2));
+  const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), low4),
+                                       _mm256_srli_epi32(_mm256_and_si256(w1, top2), 2));
+  for (int j = 0; j < 4; ++j) {
+    const __m256i dup = pair_control(j, j);
+    s.sc[j] = _mm256_shuffle_epi8(sc_lo, dup);
+    s.sc[4 + j] = _mm256_shuffle_epi8(sc_hi, dup);
+  }
+  s.m[0] = _mm256_shuffle_epi8(m_lo, pair_control(0, 1));
+  s.m[1] = _mm256_shuffle_epi8(m_lo, pair_control(2, 3));
+  s.m[2] = _mm256_shuffle_epi8(m_hi, pair_control(0, 1));
+  s.m[3] = _mm256_shuffle_epi8(m_hi, pair_control(2, 3));
+}
+
+// One super-block of one half: isum[c] (scaled sub-block dots) for every column.
+template <int N>
+inline void q4_K_sums(const uint8_t* sb, const Q4KScales& s, const BlockQ8KX* const (&a)[N],
+                      __m256i (&isum)[N]) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  for (int c = 0; c < N; ++c) isum[c] = _mm256_setzero_si256();
+  for (int i = 0; i < 4; ++i) {
+    __m256i lo[8], hi[8];
+    for (int w = 0; w < 8; ++w) {
+      const __m256i raw =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + i * 512 + w * 64));
+      lo[w] = _mm256_and_si256(raw, low);
+      hi[w] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+    }
+    if constexpr (N == 1) {
+      through_l1(lo);
+      through_l1(hi);
+    }
+    for (int c = 0; c < N; ++c) {
+      const int8_t* q = a[c]->qs + 64 * i;
+      __m256i slo = _mm256_maddubs_epi16(lo[0], bcast(q));
+      __m256i shi = _mm256_maddubs_epi16(hi[0], bcast(q + 32));
+      for (int w = 1; w < 8; ++w) {
+        slo = _mm256_add_epi16(slo, _mm256_maddubs_epi16(lo[w], bcast(q + 4 * w)));
+        shi = _mm256_add_epi16(shi, _mm256_maddubs_epi16(hi[w], bcast(q + 32 + 4 * w)));
+      }
+      isum[c] =
+          _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(slo, s.sc[2 * i]),
+                                                     _mm256_madd_epi16(shi, s.sc[2 * i + 1])));
+    }
+  }
+}
+
+template <int N, int H>
+void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, const char* act,
+               size_t act_stride, float* dst, size_t dst_stride) {
+  __m256 acc[H][N];
+  for (int h = 0; h < H; ++h) {
+    for (int c = 0; c < N; ++c) acc[h][c] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* mb = meta + b * 256;
+    prefetch_stream(quants, size_t(b) * (2048 + 256), 2048 + 256);
+    const BlockQ8KX* cols[N];
+    for (int c = 0; c < N; ++c)
+      cols[c] = reinterpret_cast<const BlockQ8KX*>(act + size_t(c) * act_stride) + b;
+    for (int h = 0; h < H; ++h) {
+      const int half = h0 + h;
+      Q4KScales s;
+      decode_q4_K(mb + 64 + half * 32, s);
+      __m256i isum[N];
+      q4_K_sums<N>(quants + b * 2048 + half * 32, s, cols, isum);
+      const __m256 d = scales8(mb + half * 16);
+      const __m256 dmin = scales8(mb + 32 + half * 16);
+      for (int c = 0; c < N; ++c) {
+        const BlockQ8KX& a = *cols[c];
+        __m256i imin = _mm256_madd_epi16(s.m[0], _mm256_set1_epi32(a.sums32[0]));
+        for (int j = 1; j < 4; ++j)
+          imin = _mm256_add_epi32(imin, _mm256_madd_epi16(s.m[j], _mm256_set1_epi32(a.sums32[j])));
+        const __m256 da = _mm256_set1_ps(a.d);
+        acc[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d, da), acc[h][c]);
+        acc[h][c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, da), acc[h][c]);
+      }
+    }
+  }
+  for (int h = 0; h < H; ++h) {
+    for (int c = 0; c < N; ++c)
+      _mm256_storeu_ps(dst + size_t(c) * dst_stride + size_t((h0 + h) * kHalfRows), acc[h][c]);
+  }
+}
+
+void gemm_q4_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+               float* dst, size_t dst_stride) {
+  const auto* quants = static_cast<const uint8_t*>(w);
+  const uint8_t* meta = quants + nb * 2048;
+  const auto* a = static_cast<const char*>(act);
+  for_each_tile<kMaxCols>(n_cols, [&](auto n, int64_t c) {
+    constexpr int N = decltype(n)::value;
+    over_halves<N>([&](auto halves, int h0) {
+      tile_q4_K<N, decltype(halves)::value>(quants, meta, nb, h0, a + c * act_stride, act_stride,
+                                            dst + c * dst_stride, dst_stride);
+    });
+  });
+}
+
+// ---- Q6_K -----------------------------------------------------------------------------
+// Per quarter (32 elements, two 16-element sub-blocks) of each half of the super-block,
+// the 6-bit quants (0..63) are assembled from the ql and qh words once per tile. One
+// vpmaddubsw lane is at most 2 * 63 * 127 = 16002, so two words add up in int16 to at
+// most 32004 < 32767; vpmaddwd with the sub-block's (sc, sc) pair (|sc| <= 128) gives
+// sc * dot in int32. The -32 offset comes back as 32 * sum_s sc_s asum_s through
+// vpmaddwd of the (sc_2j, sc_2j+1) pairs with the activation's 16-element sums
+// (|.| <= 16 * 127). |isum| <= 16 * 128 * 16 * 63 * 127 (about 2.6e8) < 2^31.
+
+struct Q6KScales {
+  __m256i sc[16];    // sub-block scale as the int16 pair (sc, sc) of each row
+  __m256i pairs[8];  // scales of sub-blocks 2j, 2j + 1 as an int16 pair
+};
+
+inline void decode_q6_K(const uint8_t* meta, int half, Q6KScales& s) {
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+  __m256i sc32[16];
+  for (int j = 0; j < 16; ++j) {
+    sc32[j] = _mm256_cvtepi8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(meta + 16 * j + half * kHalfRows)));
+    s.sc[j] = _mm256_or_si256(_mm256_and_si256(sc32[j], low16), _mm256_slli_epi32(sc32[j], 16));
+  }
+  for (int j = 0; j < 8; ++j) {
+    s.pairs[j] = _mm256_or_si256(_mm256_and_si256(sc32[2 * j], low16),
+                                 _mm256_slli_epi32(sc32[2 * j + 1], 16));
+  }
+}
+
+// The 8 weight words of quarter k of part p: (low or high nibble of ql) | (2 qh bits) << 4.
+inline void load_q6_K_quarter(const uint8_t* sb, int p, int k, __m256i (&op)[8]) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  for (int w = 0; w < 8; ++w) {
+    __m256i x =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + (16 * p + 8 * (k & 1) + w) * 64));
+    const __m256i hb =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2048 + (8 * p + w) * 64));
+    if (k >= 2) x = _mm256_srli_epi16(x, 4);
+    __m256i hs = hb;
+    if (k == 0) hs = _mm256_slli_epi16(hb, 4);
+    if (k == 1) hs = _mm256_slli_epi16(hb, 2);
+    if (k == 3) hs = _mm256_srli_epi16(hb, 2);
+    op[w] = _mm256_or_si256(_mm256_and_si256(x, low), _mm256_and_si256(hs, bits45));
+  }
+}
+
+// sc * (dot of one 16-element sub-block): words op[0..3] against activation words q.
+inline __m256i sub_block_q6_K(const __m256i* op, const int8_t* q, __m256i sc) {
+  const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(op[0], bcast(q)),
+                                       _mm256_maddubs_epi16(op[1], bcast(q + 4)));
+  const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(op[2], bcast(q + 8)),
+                                       _mm256_maddubs_epi16(op[3], bcast(q + 12)));
+  return _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc));
+}
+
+template <int N, int H>
+void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, const char* act,
+               size_t act_stride, float* dst, size_t dst_stride) {
+  __m256 acc[H][N];
+  for (int h = 0; h < H; ++h) {
+    for (int c = 0; c < N; ++c) acc[h][c] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    prefetch_stream(quants, size_t(b) * (3072 + 288), 3072 + 288);
+    const BlockQ8KX* cols[N];
+    for (int c = 0; c < N; ++c)
+      cols[c] = reinterpret_cast<const BlockQ8KX*>(act + size_t(c) * act_stride) + b;
+    for (int h = 0; h < H; ++h) {
+      const int half = h0 + h;
+      const uint8_t* sb = quants + b * 3072 + half * 32;
+      Q6KScales s;
+      decode_q6_K(meta + b * 288, half, s);
+      __m256i isum[N];
+      for (int c = 0; c < N; ++c) isum[c] = _mm256_setzero_si256();
+      for (int p = 0; p < 2; ++p) {
+        for (int k = 0; k < 4; ++k) {
+          __m256i op[8];
+          load_q6_K_quarter(sb, p, k, op);
+          if constexpr (N == 1) through_l1(op);
+          const int sub = 8 * p + 2 * k;
+          for (int c = 0; c < N; ++c) {
+            const int8_t* q = cols[c]->qs + 128 * p + 32 * k;
+            isum[c] = _mm256_add_epi32(
+                isum[c], _mm256_add_epi32(sub_block_q6_K(op, q, s.sc[sub]),
+                                          sub_block_q6_K(op + 4, q + 16, s.sc[sub + 1])));
+          }
+        }
+      }
+      const __m256 d = scales8(meta + b * 288 + 256 + half * 16);
+      for (int c = 0; c < N; ++c) {
+        const BlockQ8KX& a = *cols[c];
+        __m256i offset = _mm256_madd_epi16(s.pairs[0], _mm256_set1_epi32(a.sums16[0]));
+        for (int j = 1; j < 8; ++j)
+          offset = _mm256_add_epi32(offset,
+                                    _mm256_madd_epi16(s.pairs[j], _mm256_set1_epi32(a.sums16[j])));
+        const __m256i total = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(offset, 5));
+        acc[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total),
+                                    _mm256_mul_ps(d, _mm256_set1_ps(a.d)), acc[h][c]);
+      }
+    }
+  }
+  for (int h = 0; h < H; ++h) {
+    for (int c = 0; c < N; ++c)
+      _mm256_storeu_ps(dst + size_t(c) * dst_stride + size_t((h0 + h) * kHalfRows), acc[h][c]);
+  }
+}
+
+void gemm_q6_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+               float* dst, size_t dst_stride) {
+  const auto* quants = static_cast<const uint8_t*>(w);
+  const uint8_t* meta = quants + nb * 3072;
+  const auto* a = static_cast<const char*>(act);
+  for_each_tile<kMaxCols>(n_cols, [&](auto n, int64_t c) {
+    constexpr int N = decltype(n)::value;
+    over_halves<N>([&](auto halves, int h0) {
+      tile_q6_K<N, decltype(halves)::value>(quants, meta, nb, h0, a + c * act_stride, act_stride,
+                                            dst + c * dst_stride, dst_stride);
+    });
+  });
+}
+
+// ---- F16 ------------------------------------------------------------------------------
+// Per element e, the half's 8 halves convert with one instruction and meet each column's
+// x[e] (a broadcast) in one fmadd; even and odd elements go to two accumulators per
+// column (the contract's two chains). A tile is one half x kF16Cols columns: 2 x 6
+// accumulators, two weight registers and two broadcasts fill the 16 registers.
+constexpr int kF16Cols = 6;
+
+inline __m256 halves8(const uint16_t* h, int64_t e, int half) {
+  return scales8(h + e * kGroupRows + half * kHalfRows);
+}
+
+template <int N, int H>
+void tile_f16(const uint16_t* h, int64_t k, int h0, const float* x, size_t x_stride, float* dst,
+              size_t dst_stride) {
+  __m256 even[H][N], odd[H][N];
+  for (int r = 0; r < H; ++r) {
+    for (int c = 0; c < N; ++c) even[r][c] = odd[r][c] = _mm256_setzero_ps();
+  }
+  int64_t e = 0;
+  for (; e + 2 <= k; e += 2) {
+    prefetch_stream(reinterpret_cast<const uint8_t*>(h), size_t(e) * 32, 64);
+    for (int r = 0; r < H; ++r) {
+      const __m256 w0 = halves8(h, e, h0 + r);
+      const __m256 w1 = halves8(h, e + 1, h0 + r);
+      for (int c = 0; c < N; ++c) {
+        const float* xc = x + size_t(c) * x_stride + size_t(e);
+        even[r][c] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(xc), even[r][c]);
+        odd[r][c] = _mm256_fmadd_ps(w1, _mm256_broadcast_ss(xc + 1), odd[r][c]);
+      }
+    }
+  }
+  if (e < k) {
+    for (int r = 0; r < H; ++r) {
+      const __m256 w0 = halves8(h, e, h0 + r);
+      for (int c = 0; c < N; ++c) {
+        even[r][c] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x + size_t(c) * x_stride + size_t(e)),
+                                     even[r][c]);
+      }
+    }
+  }
+  for (int r = 0; r < H; ++r) {
+    for (int c = 0; c < N; ++c) {
+      _mm256_storeu_ps(dst + size_t(c) * dst_stride + size_t((h0 + r) * kHalfRows),
+                       _mm256_add_ps(even[r][c], odd[r][c]));
+    }
+  }
+}
+
+void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t n_cols, float* dst,
+              size_t dst_stride) {
+  const auto* h = static_cast<const uint16_t*>(w);
+  for_each_tile<kF16Cols>(n_cols, [&](auto n, int64_t c) {
+    constexpr int N = decltype(n)::value;
+    over_halves<N>([&](auto halves, int h0) {
+      tile_f16<N, decltype(halves)::value>(h, k, h0, x + c * x_stride, x_stride,
+                                           dst + c * dst_stride, dst_stride);
+    });
+  });
+}
+
+}  // namespace
+
+const GemmKernels kGemmKernels = {
+    .isa = Isa::Avx2,
+    .quantize_q8x = quantize_q8x,
+    .gemm_q4_0_x16 = gemm<256, true>,
+    .gemm_q8_0_x16 = gemm<512, false>,
+    .gemm_f16_x16 = gemm_f16,
+    .quantize_q8kx = quantize_q8kx,
+    .gemm_q4_K_x16 = gemm_q4_K,
+    .gemm_q6_K_x16 = gemm_q6_K,
+};
+
+}  // namespace tessera::cpu::avx2

@@ -1,0 +1,197 @@
+// The _X16 GEMM kernel tables (backend/cpu/gemm_kernels.h) called directly: every level
+// this CPU runs must give the reference level's bits for every weight layout, every tile
+// width (1..13 columns: full tiles and every tail) and 1..3 blocks, on weights that
+// mul_mat's tests never see: arbitrary bytes (Q8_0's -128, all-15 nibbles, all-63 Q6_K
+// quants, negative Q6_K scales) against activation blocks quantized from rows whose
+// quants reach +-127 with one sign, where an inexact int16 step would saturate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/gemm_kernels.h"
+#include "backend/cpu/repack.h"
+#include "backend/cpu/vec.h"
+#include "core/fp16.h"
+
+namespace tessera::test {
+namespace {
+
+using cpu::GemmKernels;
+using cpu::Isa;
+using cpu::kGroupRows;
+
+struct X16Layout {
+  DType type;
+  int64_t block;       // elements per block / super-block
+  size_t quant_bytes;  // per block, 16 rows
+  size_t meta_bytes;   // per block, 16 rows, after all quants
+};
+
+const X16Layout kLayouts[] = {
+    {DType::Q4_0_X16, 32, 256, 32},
+    {DType::Q8_0_X16, 32, 512, 32},
+    {DType::Q4_K_X16, 256, 2048, 256},
+    {DType::Q6_K_X16, 256, 3072, 288},
+};
+
+// Weight bytes of one pattern: 0 random, 1 all 0x00, 2 all 0xFF, 3 random extremes.
+uint8_t weight_byte(int pattern, std::mt19937& rng) {
+  switch (pattern) {
+    case 1:
+      return 0x00;
+    case 2:
+      return 0xFF;
+    case 3:
+      return (rng() & 1) ? 0xFF : 0x00;
+    default:
+      return uint8_t(rng());
+  }
+}
+
+uint16_t random_scale(std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  return f32_to_f16(dist(rng));
+}
+
+// A group of 16 rows in layout l with nb blocks: quants (and the scale bytes of the
+// k-quants) from the pattern, fp16 d / dmin finite.
+std::vector<uint8_t> weights(const X16Layout& l, int64_t nb, int pattern, std::mt19937& rng) {
+  std::vector<uint8_t> w(size_t(nb) * (l.quant_bytes + l.meta_bytes));
+  for (uint8_t& b : w) b = weight_byte(pattern, rng);
+  uint8_t* meta = w.data() + size_t(nb) * l.quant_bytes;
+  auto put = [&](size_t off, int count) {
+    for (int i = 0; i < count; ++i) {
+      const uint16_t h = random_scale(rng);
+      std::memcpy(meta + off + size_t(i) * 2, &h, 2);
+    }
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    const size_t base = size_t(b) * l.meta_bytes;
+    switch (l.type) {
+      case DType::Q4_0_X16:
+      case DType::Q8_0_X16:
+        put(base, kGroupRows);
+        break;
+      case DType::Q4_K_X16:
+        put(base, 2 * kGroupRows);  // d, dmin; then the packed scale words (pattern)
+        break;
+      default:
+        put(base + 256, kGroupRows);  // Q6_K: int8 scales (pattern), then d
+        break;
+    }
+  }
+  return w;
+}
+
+// n activation rows of k floats: per block of 32 one sign and a value of magnitude 1,
+// so the quants reach +-127 (pattern 0: random values instead).
+std::vector<float> activations(int64_t n, int64_t k, int pattern, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * k));
+  for (size_t i = 0; i < x.size(); i += 32) {
+    const float sign = (rng() & 1) ? 1.0f : -1.0f;
+    for (size_t e = i; e < i + 32; ++e) {
+      x[e] = pattern == 0 ? dist(rng)
+                          : sign * ((e % 3 == 0) ? 1.0f : 0.5f + 0.5f * std::fabs(dist(rng)));
+    }
+  }
+  return x;
+}
+
+// Runs table g on one group: n_cols columns of activations, outputs [n_cols][16].
+std::vector<float> run(const GemmKernels& g, const X16Layout& l, const std::vector<uint8_t>& w,
+                       int64_t nb, const std::vector<float>& x, int64_t n_cols) {
+  const int64_t k = nb * l.block;
+  const bool k_quant = l.block == 256;
+  const size_t act_row =
+      k_quant ? size_t(nb) * sizeof(cpu::BlockQ8KX) : size_t(nb) * sizeof(cpu::BlockQ8X);
+  std::vector<uint8_t> act(act_row * size_t(n_cols));
+  for (int64_t c = 0; c < n_cols; ++c) {
+    if (k_quant) {
+      g.quantize_q8kx(x.data() + c * k, act.data() + size_t(c) * act_row, k);
+    } else {
+      g.quantize_q8x(x.data() + c * k, act.data() + size_t(c) * act_row, k,
+                     cpu::x16_zero_point(l.type));
+    }
+  }
+  std::vector<float> out(static_cast<size_t>(n_cols * kGroupRows));
+  cpu::gemm_x16(g, l.type)(w.data(), nb, act.data(), act_row, n_cols, out.data(), kGroupRows);
+  return out;
+}
+
+std::vector<float> run_f16(const GemmKernels& g, const std::vector<uint16_t>& w, int64_t k,
+                           const std::vector<float>& x, int64_t n_cols) {
+  std::vector<float> out(static_cast<size_t>(n_cols * kGroupRows));
+  g.gemm_f16_x16(w.data(), k, x.data(), size_t(k), n_cols, out.data(), kGroupRows);
+  return out;
+}
+
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+        << what << ": column " << i / kGroupRows << " row " << i % kGroupRows << ": " << got[i]
+        << " vs " << want[i];
+  }
+}
+
+// The vector levels this CPU runs that have a table.
+std::vector<const GemmKernels*> vector_levels() {
+  std::vector<const GemmKernels*> levels;
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (const GemmKernels* g = cpu::gemm_kernels_for(isa)) levels.push_back(g);
+  }
+  return levels;
+}
+
+TEST(GemmX16Test, QuantizedLayoutsMatchReferenceToTheBit) {
+  const GemmKernels& ref = cpu::reference::kGemmKernels;
+  std::mt19937 rng(7);
+  for (const GemmKernels* g : vector_levels()) {
+    for (const X16Layout& l : kLayouts) {
+      for (int pattern = 0; pattern < 4; ++pattern) {
+        for (int64_t nb = 1; nb <= 3; ++nb) {
+          const std::vector<uint8_t> w = weights(l, nb, pattern, rng);
+          for (int64_t n = 1; n <= 13; ++n) {
+            const std::vector<float> x = activations(n, nb * l.block, pattern, rng);
+            expect_same_bits(run(*g, l, w, nb, x, n), run(ref, l, w, nb, x, n),
+                             std::string(cpu::isa_name(g->isa)) + " " +
+                                 std::string(dtype_name(l.type)) + " pattern " +
+                                 std::to_string(pattern) + " nb " + std::to_string(nb) +
+                                 " columns " + std::to_string(n));
+            if (HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmX16Test, F16MatchesReferenceToTheBit) {
+  const GemmKernels& ref = cpu::reference::kGemmKernels;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const GemmKernels* g : vector_levels()) {
+    for (int64_t k :
+         {1, 2, 3, 8, 17, 64, 129}) {  // odd lengths leave one element to the even chain
+      std::vector<uint16_t> w(static_cast<size_t>(k * kGroupRows));
+      for (uint16_t& h : w) h = f32_to_f16(dist(rng));
+      for (int64_t n = 1; n <= 15; ++n) {
+        std::vector<float> x(static_cast<size_t>(n * k));
+        for (float& v : x) v = dist(rng);
+        expect_same_bits(run_f16(*g, w, k, x, n), run_f16(ref, w, k, x, n),
+                         std::string(cpu::isa_name(g->isa)) + " F16 k " + std::to_string(k) +
+                             " columns " + std::to_string(n));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::test
