@@ -17,9 +17,8 @@
 // bounds are given per layout, with |activation quant| <= 127 (BlockQ8X / BlockQ8KX come
 // from the Q8_0 / Q8_K quantizers, which round x / (max|x| / 127)).
 //
-// Compiled with per-file target flags, reached only through gemm_dispatch.cpp. The small
-// helpers that the AVX-512 file also has are repeated here on purpose: they live in an
-// anonymous namespace, so each copy is compiled only with its own file's target flags.
+// Compiled with per-file target flags, reached only through gemm_dispatch.cpp; the loops
+// and helpers it shares with the AVX-512 file are in kernels/x86_tile_loops.h.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -30,6 +29,7 @@
 #include <type_traits>
 
 #include "backend/cpu/gemm_kernels.h"
+#include "backend/cpu/kernels/x86_tile_loops.h"
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/repack.h"
 
@@ -43,39 +43,15 @@ namespace {
 // for fewer columns: GMAC/s at 64 columns, one core (Zen 4, loaded machine), for tiles of
 // 3 / 4 / 6 / 8 columns: Q4_0 90 / 94 / 97 / 100, Q8_0 55 / 57 / 60 / 62, Q4_K 73 / 78 /
 // 73 / 76, Q6_K 49 / 61 / 73 / 80.
+using x86::for_each_tile;
+using x86::prefetch_stream;
+using x86::through_l1;
+
 constexpr int kMaxCols = 8;
 // Up to this many columns a tile does both halves in one pass (decode streams the group
 // from memory once).
 constexpr int kOnePassCols = 2;
 constexpr int kHalfRows = 8;
-
-// Software prefetch of the weight stream into L2, as in the AVX-512 kernels: each block
-// asks for its share of the group's bytes kAhead further on, so the prefetch front
-// sweeps the stream evenly.
-constexpr size_t kAhead = 65536;
-
-inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
-  const uint8_t* p = group + pos + kAhead;
-  for (size_t off = 0; off < bytes; off += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
-}
-
-// Calls tile(std::integral_constant<int, N>, c) for columns [c, c + N): full tiles of
-// kMax columns, then one tile of the remaining width.
-template <int N, typename Tile>
-void tail_tile(int64_t left, int64_t c, Tile tile) {
-  if constexpr (N > 0) {
-    if (left == N) return tile(std::integral_constant<int, N>{}, c);
-    tail_tile<N - 1>(left, c, tile);
-  }
-}
-
-template <int kMax, typename Tile>
-void for_each_tile(int64_t n_cols, Tile tile) {
-  int64_t c = 0;
-  for (; c + kMax <= n_cols; c += kMax) tile(std::integral_constant<int, kMax>{}, c);
-  tail_tile<kMax - 1>(n_cols - c, c, tile);
-}
 
 // Runs a tile of N columns over halves: one pass with both (H = 2) for narrow tiles,
 // else two passes of one half (H = 1, starting at half h0).
@@ -98,21 +74,6 @@ inline __m256i bcast(const int8_t* q) {
 
 inline __m256 scales8(const void* halves) {
   return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(halves)));
-}
-
-// Decode (one column) keeps up with memory better when the unpacked weight registers
-// go through L1 (see the AVX-512 kernels' through_l1).
-template <typename V, size_t M>
-inline void through_l1(V (&w)[M]) {
-  asm volatile("" : : "m"(w) : "memory");
-}
-
-void quantize_q8x(const float* x, void* y, int64_t n, int32_t zero_point) {
-  quantize_row_q8x(kQuantKernels.quantize_q8_0, x, static_cast<BlockQ8X*>(y), n, zero_point);
-}
-
-void quantize_q8kx(const float* x, void* y, int64_t n) {
-  quantize_row_q8kx(kQuantKernels.quantize_q8_K, x, static_cast<BlockQ8KX*>(y), n);
 }
 
 // ---- Q4_0 and Q8_0 ------------------------------------------------------------------
@@ -546,11 +507,11 @@ void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t
 
 const GemmKernels kGemmKernels = {
     .isa = Isa::Avx2,
-    .quantize_q8x = quantize_q8x,
+    .quantize_q8x = x86::quantize_q8x<kQuantKernels>,
     .gemm_q4_0_x16 = gemm<256, true>,
     .gemm_q8_0_x16 = gemm<512, false>,
     .gemm_f16_x16 = gemm_f16,
-    .quantize_q8kx = quantize_q8kx,
+    .quantize_q8kx = x86::quantize_q8kx<kQuantKernels>,
     .gemm_q4_K_x16 = gemm_q4_K,
     .gemm_q6_K_x16 = gemm_q6_K,
 };

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "backend/cpu/gemm_kernels.h"
+#include "backend/cpu/kernels/x86_tile_loops.h"
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/repack.h"
 #include "quant/blocks.h"
@@ -22,44 +23,11 @@
 namespace tessera::cpu::avx512 {
 namespace {
 
+using x86::for_each_tile;
+using x86::prefetch_stream;
+using x86::through_l1;
+
 constexpr int kMaxCols = 8;
-
-// Software prefetch of the weight stream into L2. A group (its quants, then its scales)
-// is one contiguous run of bytes read front to back once per tile, and each block takes
-// an equal share of it: the block asks for its share of the bytes kAhead further on
-// (quants and scales alike), so the prefetch front sweeps the stream evenly without gaps.
-// With the hardware prefetchers alone (which stop at 4 KiB pages) decode waits on memory
-// latency. One core streaming a 302 MB Q4_0 matrix (docs/performance.md): no prefetch
-// ~14 GB/s; quants-only prefetch 64 KiB ahead (which left the scales and part of each
-// group to demand misses) ~23; the even sweep 64 KiB ahead ~30, a plain read loop ~31.
-constexpr size_t kAhead = 65536;
-
-inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
-  const uint8_t* p = group + pos + kAhead;
-  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
-}
-
-// Calls tile(std::integral_constant<int, N>, c) for columns [c, c + N): full tiles of
-// kMax columns, then one tile of the remaining width (register tiles need N at compile
-// time).
-template <int N, typename Tile>
-void tail_tile(int64_t left, int64_t c, Tile tile) {
-  if constexpr (N > 0) {
-    if (left == N) return tile(std::integral_constant<int, N>{}, c);
-    tail_tile<N - 1>(left, c, tile);
-  }
-}
-
-template <int kMax, typename Tile>
-void for_each_tile(int64_t n_cols, Tile tile) {
-  int64_t c = 0;
-  for (; c + kMax <= n_cols; c += kMax) tile(std::integral_constant<int, kMax>{}, c);
-  tail_tile<kMax - 1>(n_cols - c, c, tile);
-}
-
-void quantize_q8x(const float* x, void* y, int64_t n, int32_t zero_point) {
-  quantize_row_q8x(kQuantKernels.quantize_q8_0, x, static_cast<BlockQ8X*>(y), n, zero_point);
-}
 
 // acc += w . broadcast(*word), with the broadcast folded into the instruction's memory
 // operand (GCC 12 otherwise emits a separate vpbroadcastd per word).
@@ -82,19 +50,6 @@ inline __m512 column_step(__m512 acc, const __m512i (&w)[8], __m512 dw, const Bl
   s = dp(s, w[6], q + 6);
   s = dp(s, w[7], q + 7);
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc);
-}
-
-// Decode (one column) streams the weights from memory. Making the compiler store the
-// block's unpacked weight registers to the stack and load them back before the dot
-// products lets one core stream more: a ~300 MB matrix on Zen 4, Q4_0 24 -> 31 GB/s,
-// Q4_K 22 -> 29, Q6_K 19 -> 23, F16 (converted halves) 24 -> 28 (a plain read loop:
-// ~32); Q8_0, whose registers are the stream's loads themselves, gains nothing.
-// Measured, not derived; our reading is that the dot products then wait on L1 loads in
-// the load queue rather than in the vector scheduler, so the core runs further ahead
-// and keeps more misses in flight.
-template <typename V, size_t M>
-inline void through_l1(V (&w)[M]) {
-  asm volatile("" : : "m"(w) : "memory");
 }
 
 // Register w[j] holds, for each of the 16 rows, the 4 weights that meet activation word j.
@@ -155,10 +110,6 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
 // weights are split into the two sub-blocks' nibbles once, and each column's two
 // sub-block sums are scaled (vpmulld) into one integer sum. The mins meet the
 // activation sub-block sums with vpdpwssd.
-
-void quantize_q8kx(const float* x, void* y, int64_t n) {
-  quantize_row_q8kx(kQuantKernels.quantize_q8_K, x, static_cast<BlockQ8KX*>(y), n);
-}
 
 struct Q4KScales {
   __m512i sc[8];  // sub-block scales, one int32 per row
@@ -418,11 +369,11 @@ void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t
 
 const GemmKernels kGemmKernels = {
     .isa = Isa::Avx512,
-    .quantize_q8x = quantize_q8x,
+    .quantize_q8x = x86::quantize_q8x<kQuantKernels>,
     .gemm_q4_0_x16 = gemm<256, true>,
     .gemm_q8_0_x16 = gemm<512, false>,
     .gemm_f16_x16 = gemm_f16,
-    .quantize_q8kx = quantize_q8kx,
+    .quantize_q8kx = x86::quantize_q8kx<kQuantKernels>,
     .gemm_q4_K_x16 = gemm_q4_K,
     .gemm_q6_K_x16 = gemm_q6_K,
 };

@@ -1,0 +1,79 @@
+// Pieces the x86 _X16 GEMM files (kernels/x86_avx2, kernels/x86_avx512) share: the loop
+// over register tiles, the software prefetch of the weight stream, the L1 round trip for
+// decode, and the activation quantizers. Everything here has internal linkage (an
+// unnamed namespace), so each kernel file compiles its own copy with its own target
+// flags: with ordinary inline functions the linker would keep one copy for both levels,
+// possibly the AVX-512 one, which an AVX2-only CPU cannot run.
+#pragma once
+
+#include <xmmintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/repack.h"
+
+namespace tessera::cpu::x86 {
+namespace {
+
+// Software prefetch of the weight stream into L2. A group (its quants, then its scales)
+// is one contiguous run of bytes read front to back once per tile, and each block takes
+// an equal share of it: the block asks for its share of the bytes kAhead further on
+// (quants and scales alike), so the prefetch front sweeps the stream evenly without gaps.
+// With the hardware prefetchers alone (which stop at 4 KiB pages) decode waits on memory
+// latency. One core streaming a 302 MB Q4_0 matrix (docs/performance.md): no prefetch
+// ~14 GB/s; quants-only prefetch 64 KiB ahead (which left the scales and part of each
+// group to demand misses) ~23; the even sweep 64 KiB ahead ~30, a plain read loop ~31.
+constexpr size_t kAhead = 65536;
+
+inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
+  const uint8_t* p = group + pos + kAhead;
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
+}
+
+// Calls tile(std::integral_constant<int, N>, c) for columns [c, c + N): full tiles of
+// kMax columns, then one tile of the remaining width (register tiles need N at compile
+// time).
+template <int N, typename Tile>
+void tail_tile(int64_t left, int64_t c, Tile tile) {
+  if constexpr (N > 0) {
+    if (left == N) return tile(std::integral_constant<int, N>{}, c);
+    tail_tile<N - 1>(left, c, tile);
+  }
+}
+
+template <int kMax, typename Tile>
+void for_each_tile(int64_t n_cols, Tile tile) {
+  int64_t c = 0;
+  for (; c + kMax <= n_cols; c += kMax) tile(std::integral_constant<int, kMax>{}, c);
+  tail_tile<kMax - 1>(n_cols - c, c, tile);
+}
+
+// Decode (one column) streams the weights from memory. Making the compiler store the
+// block's unpacked weight registers to the stack and load them back before the dot
+// products lets one core stream more: a ~300 MB matrix on Zen 4 with the AVX-512
+// kernels, Q4_0 24 -> 31 GB/s, Q4_K 22 -> 29, Q6_K 19 -> 23, F16 (converted halves)
+// 24 -> 28 (a plain read loop: ~32); Q8_0, whose registers are the stream's loads
+// themselves, gains nothing. Measured, not derived; our reading is that the dot products
+// then wait on L1 loads in the load queue rather than in the vector scheduler, so the
+// core runs further ahead and keeps more misses in flight.
+template <typename V, size_t M>
+inline void through_l1(V (&w)[M]) {
+  asm volatile("" : : "m"(w) : "memory");
+}
+
+// The activation quantizers of a level, over its quantizer table K.
+template <const QuantKernels& K>
+void quantize_q8x(const float* x, void* y, int64_t n, int32_t zero_point) {
+  quantize_row_q8x(K.quantize_q8_0, x, static_cast<BlockQ8X*>(y), n, zero_point);
+}
+
+template <const QuantKernels& K>
+void quantize_q8kx(const float* x, void* y, int64_t n) {
+  quantize_row_q8kx(K.quantize_q8_K, x, static_cast<BlockQ8KX*>(y), n);
+}
+
+}  // namespace
+}  // namespace tessera::cpu::x86
