@@ -1,10 +1,13 @@
 // AVX2 attention tile (attn_kernels.h): one query row at a time with lanes over the head
 // dimension (8 floats per register). A score is a dot product (vector fmadds, one
 // horizontal sum); the softmax runs over 8 cells at a time; the values accumulate into
-// up to 4 vectors of head dimensions per pass over the cells.
+// up to 4 vectors of head dimensions per pass over the cells. tile_f16 (below) reads an
+// F16 cache directly for KV heads whose rows fit one tile.
 // Compiled with per-file target flags, reached only through attn_dispatch.cpp.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/kernels/x86_avx2/exp.h"
@@ -85,8 +88,198 @@ void tile(const AttnTile& t) {
   for (int r = 0; r < t.rows; ++r) row(t, r);
 }
 
+// ---- an F16 cache read directly (tile_f16) ---------------------------------------------
+// As the AVX-512 tile_f16 (its comment says why), with 8 lanes: when a KV head's rows fit
+// one tile, K and V stay F16 and are read once for all the rows, where the row-at-a-time
+// tile above reads the whole (converted) head once per row.
+//  - scores: 8 cells' keys converted and transposed into kt[d][8], row r's 8 scores
+//    sum_d q[r][d] * kt[d]; below kFewRows rows, dot products with lanes over d;
+//  - softmax per row;
+//  - values: lanes over d, each cell's value vector converted once per pass and shared
+//    by up to 8 rows.
+constexpr int kFewRows = 4;
+constexpr int64_t kAheadCells = 64;  // software prefetch distance into L2
+
+// Elements [0, min(left, 8)) of p as floats, the rest zero.
+inline __m256 load_f16(const uint16_t* p, int64_t left) {
+  if (left >= kW) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  alignas(16) uint16_t tmp[kW] = {};
+  for (int64_t i = 0; i < left; ++i) tmp[i] = p[i];
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
+}
+
+inline void prefetch_row(const uint16_t* row, int64_t hd) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int64_t off = 0; off < hd * 2; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
+}
+
+// In place: r[i] holds element i of each of the 8 input vectors.
+void transpose8(__m256 (&r)[kW]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// kt[d * 8 + i] = k[c0 + i][d] for d < hd rounded up to 8 (cells past n and d past hd
+// give zeros).
+void transpose_keys(const AttnTile& t, int64_t c0, float* kt) {
+  const int64_t valid = std::min<int64_t>(kW, t.n - c0);
+  const uint16_t* k0 = t.k16 + size_t(c0) * t.k_stride;
+  const uint16_t* last = t.k16 + size_t(t.n - 1) * t.k_stride;
+  for (int64_t i = 0; i < kW; ++i) {
+    prefetch_row(std::min(k0 + size_t(kAheadCells + i) * t.k_stride, last), t.hd);
+  }
+  for (int64_t d0 = 0; d0 < t.hd; d0 += kW) {
+    __m256 r[kW];
+    for (int64_t i = 0; i < kW; ++i) {
+      r[i] = i < valid ? load_f16(k0 + size_t(i) * t.k_stride + d0, t.hd - d0) : _mm256_setzero_ps();
+    }
+    transpose8(r);
+    for (int j = 0; j < kW; ++j) _mm256_store_ps(kt + (d0 + j) * kW, r[j]);
+  }
+}
+
+// s[r * ns + c0 + i] = q[r] . k[c0 + i], i < 8, for the rows [r0, r0 + R).
+template <int R>
+void score_rows(const AttnTile& t, const float* kt, int r0, float* s, int64_t ns, int64_t c0) {
+  __m256 acc[R];
+  const float* q[R];
+  for (int r = 0; r < R; ++r) {
+    acc[r] = _mm256_setzero_ps();
+    q[r] = t.q[r0 + r];
+  }
+  for (int64_t d = 0; d < t.hd; ++d) {
+    const __m256 kv = _mm256_load_ps(kt + d * kW);
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[r] + d), kv, acc[r]);
+  }
+  for (int r = 0; r < R; ++r) _mm256_store_ps(s + (r0 + r) * ns + c0, acc[r]);
+}
+
+// Calls f(std::integral_constant<int, R>{}, r0) for the rows in chunks of up to 8.
+template <typename F>
+void for_row_chunks(int rows, F f) {
+  for (int r0 = 0; r0 < rows; r0 += 8) {
+    switch (std::min(8, rows - r0)) {
+      case 1: f(std::integral_constant<int, 1>{}, r0); break;
+      case 2: f(std::integral_constant<int, 2>{}, r0); break;
+      case 3: f(std::integral_constant<int, 3>{}, r0); break;
+      case 4: f(std::integral_constant<int, 4>{}, r0); break;
+      case 5: f(std::integral_constant<int, 5>{}, r0); break;
+      case 6: f(std::integral_constant<int, 6>{}, r0); break;
+      case 7: f(std::integral_constant<int, 7>{}, r0); break;
+      default: f(std::integral_constant<int, 8>{}, r0); break;
+    }
+  }
+}
+
+// Scores of fewer than kFewRows rows: one dot product per (row, cell), lanes over d.
+void score_few(const AttnTile& t, float* s, int64_t ns) {
+  for (int64_t c = 0; c < t.n; ++c) {
+    const uint16_t* k = t.k16 + size_t(c) * t.k_stride;
+    if (c % kW == 0) prefetch_row(t.k16 + size_t(std::min(c + kAheadCells, t.n - 1)) * t.k_stride, t.hd);
+    __m256 acc[kFewRows - 1] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t d = 0; d < t.hd; d += kW) {
+      const __m256 kv = load_f16(k + d, t.hd - d);
+      for (int r = 0; r < t.rows; ++r) {
+        acc[r] = _mm256_fmadd_ps(_mm256_maskload_ps(t.q[r] + d, lanes(t.hd - d)), kv, acc[r]);
+      }
+    }
+    for (int r = 0; r < t.rows; ++r) s[r * ns + c] = hsum(acc[r]);
+  }
+}
+
+// Adds row r's mask to its n scores s and turns them into probabilities times the sum
+// (exp(s - max)); returns 1 / sum, or 0 for a row that sees no cell (all zeros then).
+float softmax_row(const AttnTile& t, int r, float* s) {
+  float max = -INFINITY;
+  if (t.mask) {
+    const float* m = t.mask + t.mask_off[r];
+    for (int64_t c = 0; c < t.n; ++c) s[c] += m[c];
+  }
+  for (int64_t c = 0; c < t.n; ++c) max = std::max(max, s[c]);
+  if (max == -INFINITY) {
+    std::fill(s, s + t.n, 0.0f);
+    return 0.0f;
+  }
+  return softmax(s, t.n, max);
+}
+
+// out[r][d0 ..] = inv[r] * sum_c p[r][c] v[c][d0 ..] for rows [r0, r0 + R) and J
+// vectors of d.
+template <int R, int J>
+void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0, int64_t d0) {
+  const int64_t n = t.n;
+  const uint16_t* v = t.v16 + d0;
+  const size_t stride = t.v_stride;
+  const uint16_t* last = t.v16 + size_t(n - 1) * stride;
+  const float* p = s + r0 * ns;
+  __m256 acc[R * J];
+  for (int i = 0; i < R * J; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < n; ++c, v += stride) {
+    if (d0 == 0) prefetch_row(std::min(v + kAheadCells * stride, last), t.hd);
+    __m256 vv[J];
+    for (int j = 0; j < J; ++j) vv[j] = load_f16(v + j * kW, t.hd - d0 - j * kW);
+#pragma GCC unroll 16
+    for (int i = 0; i < R * J; ++i) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + (i / J) * ns + c), vv[i % J], acc[i]);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R * J; ++i) {
+    const int r = r0 + i / J;
+    const int64_t d = d0 + (i % J) * kW;
+    _mm256_maskstore_ps(t.out[r] + d, lanes(t.hd - d), _mm256_mul_ps(acc[i], _mm256_set1_ps(inv[r])));
+  }
+}
+
+// Values of the rows [r0, r0 + R): 1 vector of d per pass over the cells for more than 4
+// rows, else 2 (at most 8 accumulators of the 16 registers).
+template <int R>
+void values_for_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0) {
+  constexpr int kJ = R > 4 ? 1 : 2;
+  for (int64_t d0 = 0; d0 < t.hd; d0 += kJ * kW) {
+    if (kJ == 2 && t.hd - d0 > kW) {
+      value_rows<R, kJ>(t, s, ns, inv, r0, d0);
+    } else {
+      value_rows<R, 1>(t, s, ns, inv, r0, d0);
+    }
+  }
+}
+
+void tile_f16(const AttnTile& t) {
+  float* kt = t.scratch;                                // hd rounded up to 8, times 8
+  float* s = t.scratch + (t.hd + 15) / 16 * 16 * 16;    // rows * ns (the AVX-512 layout's offset)
+  const int64_t ns = (t.n + kW - 1) / kW * kW;
+  if (t.rows < kFewRows) {
+    score_few(t, s, ns);
+  } else {
+    for (int64_t c0 = 0; c0 < t.n; c0 += kW) {
+      transpose_keys(t, c0, kt);
+      for_row_chunks(t.rows, [&](auto r, int r0) { score_rows<decltype(r)::value>(t, kt, r0, s, ns, c0); });
+    }
+  }
+  float inv[kAttnRows];
+  for (int r = 0; r < t.rows; ++r) inv[r] = softmax_row(t, r, s + r * ns);
+  for_row_chunks(t.rows, [&](auto r, int r0) { values_for_rows<decltype(r)::value>(t, s, ns, inv, r0); });
+}
+
 }  // namespace
 
-const AttnKernels kAttnKernels = {.isa = Isa::Avx2, .tile = tile};
+const AttnKernels kAttnKernels = {.isa = Isa::Avx2, .tile = tile, .tile_f16 = tile_f16};
 
 }  // namespace tessera::cpu::avx2
