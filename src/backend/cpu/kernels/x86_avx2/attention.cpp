@@ -11,6 +11,7 @@
 
 #include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/kernels/x86_avx2/exp.h"
+#include "backend/cpu/kernels/x86_tile_loops.h"
 
 namespace tessera::cpu::avx2 {
 namespace {
@@ -98,7 +99,6 @@ void tile(const AttnTile& t) {
 //  - values: lanes over d, each cell's value vector converted once per pass and shared
 //    by up to 8 rows.
 constexpr int kFewRows = 4;
-constexpr int64_t kAheadCells = 64;  // software prefetch distance into L2
 
 // Elements [0, min(left, 8)) of p as floats, the rest zero.
 inline __m256 load_f16(const uint16_t* p, int64_t left) {
@@ -108,10 +108,9 @@ inline __m256 load_f16(const uint16_t* p, int64_t left) {
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
 }
 
-inline void prefetch_row(const uint16_t* row, int64_t hd) {
-  const char* p = reinterpret_cast<const char*>(row);
-  for (int64_t off = 0; off < hd * 2; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
-}
+using x86::for_row_chunks;
+using x86::kAheadCells;
+using x86::prefetch_row;
 
 // In place: r[i] holds element i of each of the 8 input vectors.
 void transpose8(__m256 (&r)[kW]) {
@@ -170,23 +169,6 @@ void score_rows(const AttnTile& t, const float* kt, int r0, float* s, int64_t ns
     for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[r] + d), kv, acc[r]);
   }
   for (int r = 0; r < R; ++r) _mm256_store_ps(s + (r0 + r) * ns + c0, acc[r]);
-}
-
-// Calls f(std::integral_constant<int, R>{}, r0) for the rows in chunks of up to 8.
-template <typename F>
-void for_row_chunks(int rows, F f) {
-  for (int r0 = 0; r0 < rows; r0 += 8) {
-    switch (std::min(8, rows - r0)) {
-      case 1: f(std::integral_constant<int, 1>{}, r0); break;
-      case 2: f(std::integral_constant<int, 2>{}, r0); break;
-      case 3: f(std::integral_constant<int, 3>{}, r0); break;
-      case 4: f(std::integral_constant<int, 4>{}, r0); break;
-      case 5: f(std::integral_constant<int, 5>{}, r0); break;
-      case 6: f(std::integral_constant<int, 6>{}, r0); break;
-      case 7: f(std::integral_constant<int, 7>{}, r0); break;
-      default: f(std::integral_constant<int, 8>{}, r0); break;
-    }
-  }
 }
 
 // Scores of fewer than kFewRows rows: one dot product per (row, cell), lanes over d.

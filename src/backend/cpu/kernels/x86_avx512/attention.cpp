@@ -13,6 +13,7 @@
 
 #include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/kernels/x86_avx512/exp.h"
+#include "backend/cpu/kernels/x86_tile_loops.h"
 
 namespace tessera::cpu::avx512 {
 namespace {
@@ -214,17 +215,9 @@ void transpose16(__m512 (&r)[kL]) {
   }
 }
 
-// Software prefetch (into L2) of the cache rows kAheadCells cells ahead: in a cache row
-// every KV head has its part, so one head's rows are a stride the hardware prefetchers
-// follow poorly. One core, the TinyLlama decode at 2048 cells (bench/attention_bench.cpp,
-// during development): into L1 48 cells ahead ~12.5 ms per token, 16 ahead ~10.6; into
-// L2 48-256 ahead ~8.6-8.8.
-constexpr int64_t kAheadCells = 64;
-
-inline void prefetch_row(const uint16_t* row, int64_t hd) {
-  const char* p = reinterpret_cast<const char*>(row);
-  for (int64_t off = 0; off < hd * 2; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
-}
+using x86::for_row_chunks;
+using x86::kAheadCells;
+using x86::prefetch_row;
 
 // kt[d * 16 + i] = k[c0 + i][d] for d < hd rounded up to 16 (cells past n and d past hd
 // give zeros).
@@ -258,23 +251,6 @@ void score_rows(const AttnTile& t, const float* kt, int r0, float* s, int64_t ns
     for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][d]), kv, acc[r]);
   }
   for (int r = 0; r < R; ++r) _mm512_store_ps(s + (r0 + r) * ns + c0, acc[r]);
-}
-
-// Calls f(std::integral_constant<int, R>{}, r0) for the rows in chunks of up to 8.
-template <typename F>
-void for_row_chunks(int rows, F f) {
-  for (int r0 = 0; r0 < rows; r0 += 8) {
-    switch (std::min(8, rows - r0)) {
-      case 1: f(std::integral_constant<int, 1>{}, r0); break;
-      case 2: f(std::integral_constant<int, 2>{}, r0); break;
-      case 3: f(std::integral_constant<int, 3>{}, r0); break;
-      case 4: f(std::integral_constant<int, 4>{}, r0); break;
-      case 5: f(std::integral_constant<int, 5>{}, r0); break;
-      case 6: f(std::integral_constant<int, 6>{}, r0); break;
-      case 7: f(std::integral_constant<int, 7>{}, r0); break;
-      default: f(std::integral_constant<int, 8>{}, r0); break;
-    }
-  }
 }
 
 // Scores of fewer than kFewRows rows: one dot product per (row, cell), lanes over d.
