@@ -32,8 +32,11 @@ struct ContextParams {
   DType kv_type = DType::F16;  // F16 (as the reference engine) or F32
   bool all_logits = false;  // decode(tokens): keep the logits of every token, not only the last
   int n_seq_max = 1;        // sequence ids 0 .. n_seq_max-1 (at most 64); each has a home
-                            // region of n_ctx / n_seq_max cells (a full one spills over)
+                            // region (see n_seq_regions; a full one spills over)
   bool embeddings = false;  // also keep the final hidden state (after the output norm) of output tokens
+  int n_seq_regions = 0;    // sequences 0 .. n_seq_regions-1 have home regions (n_ctx / n_seq_regions
+                            // cells each); higher ids take any free cell (a server's cached
+                            // prefixes, which never receive new tokens). 0: n_seq_max
 };
 
 class Context {

@@ -11,7 +11,7 @@ constexpr int64_t kDefaultMaxContext = 4096;
 
 Status ContextImpl::init() {
   Result<std::unique_ptr<KvCache>> kv =
-      KvCache::create(m_.hparams, params_.n_ctx, params_.n_seq_max, params_.kv_type, backend_);
+      KvCache::create(m_.hparams, params_.n_ctx, params_.n_seq_regions, params_.kv_type, backend_);
   if (!kv) return kv.status();
   kv_ = std::move(*kv);
   return Status::ok();
@@ -45,6 +45,11 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
   if (p.n_seq_max < 1 || p.n_seq_max > kMaxSeq) {
     return Status::error("context: n_seq_max " + std::to_string(p.n_seq_max) +
                          " out of range [1, " + std::to_string(kMaxSeq) + "]");
+  }
+  if (p.n_seq_regions == 0) p.n_seq_regions = p.n_seq_max;
+  if (p.n_seq_regions < 1 || p.n_seq_regions > p.n_seq_max) {
+    return Status::error("context: n_seq_regions " + std::to_string(p.n_seq_regions) +
+                         " out of range [1, n_seq_max = " + std::to_string(p.n_seq_max) + "]");
   }
   auto impl = std::make_unique<ContextImpl>(model, p);
   TESSERA_RETURN_IF_ERROR(impl->init());

@@ -77,8 +77,9 @@ Result<std::vector<int32_t>> KvCache::find_slots(std::span<const SeqMask> seqs) 
   cells.reserve(seqs.size());
   for (SeqMask m : seqs) {
     TESSERA_CHECK(m != 0);
-    const int s = std::min(std::countr_zero(m), n_seq_ - 1);  // its lowest sequence id
-    int64_t j = next_free(size_t(s), n * s / n_seq_, n * (s + 1) / n_seq_);
+    const int s = std::countr_zero(m);  // its lowest sequence id
+    // Sequences without a home region (ids >= the region count) take any free cell.
+    int64_t j = s < n_seq_ ? next_free(size_t(s), n * s / n_seq_, n * (s + 1) / n_seq_) : -1;
     if (j < 0) j = next_free(size_t(n_seq_), 0, n);
     if (j < 0) {
       return Status::error("kv cache: context full: " + std::to_string(seqs.size()) + " tokens need cells, " +

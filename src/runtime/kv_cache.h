@@ -7,7 +7,8 @@
 //
 // Placement: the cells are split into n_seq equal home regions; a token of sequence s
 // takes the lowest free cell of region s (of its lowest sequence id when it has
-// several), or the lowest free cell anywhere when its region is full. A sequence's cells
+// several), or the lowest free cell anywhere when its region is full or s >= n_seq
+// (sequences without a home region). A sequence's cells
 // thus stay close together, and a batch's tokens attend over a window around their own
 // sequence (window()) instead of the whole cache.
 #pragma once

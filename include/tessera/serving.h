@@ -1,0 +1,228 @@
+// Serving: many requests decoded together over one Context (continuous batching), with a
+// prefix cache that every request shares. No HTTP or JSON here: tools/server/ turns
+// requests on the wire into GenerationRequests and Events back into responses.
+//
+// One Engine owns one Context. Any thread may submit() a request and read its Stream;
+// the Context is only touched by the thread that calls step() (the Engine's own loop
+// thread after start(), or a test calling step() by hand).
+//
+// A step: (1) drop cancelled requests (their cells are freed); (2) admit waiting
+// requests, first come first served, while enough slots are free (a request with n
+// choices takes n slots), reusing the longest cached prefix of each prompt; (3) build
+// one batch: the last sampled token of every generating sequence, then chunks of the
+// admitted prompts, up to the token budget; (4) decode it; (5) sample, detokenize, apply
+// stop strings and deliver the events. A long prompt therefore never holds the others
+// back for more than one step.
+//
+// The prefix cache: when a request ends, its sequence's cells (prompt and generated
+// tokens) stay in the KV cache under a sequence id of their own, as a cached prefix. A
+// new prompt shares the cells of the longest cached prefix (Context::seq_cp: no copy)
+// and computes only the rest; at least its last token is always computed, for logits.
+// Least recently used prefixes are evicted when cells or sequence ids run out.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tessera/batch.h"
+#include "tessera/embedding.h"
+#include "tessera/grammar.h"
+#include "tessera/sampler.h"
+#include "tessera/status.h"
+
+namespace tessera {
+class Model;
+}
+
+namespace tessera::serving {
+
+using Clock = std::chrono::steady_clock;
+
+/// What to generate (or embed) for one prompt.
+struct GenerationRequest {
+  std::vector<TokenId> prompt;  // must not be empty (BOS, if wanted, already in it)
+  int n_choices = 1;            // independent completions of the prompt; they share its cells
+  int32_t max_tokens = -1;      // per choice; -1: until the sequence's context is full
+  SamplerParams sampling;       // choice i draws with seed sampling.seed + i
+  std::shared_ptr<const Grammar> grammar;  // optional: every choice follows it
+  std::vector<std::string> stop;           // stop strings: generation ends before them,
+                                           // and their text is never delivered
+  bool ignore_eos = false;   // end-of-generation tokens are forbidden (logit -inf)
+  int n_probs = 0;           // top log-probabilities reported per token, 0 .. kMaxProbs
+  bool logprobs = false;     // report each token's log-probability
+  bool cache_prompt = true;  // reuse a cached prefix, and leave this request's cells cached
+  // Embedding requests decode the prompt and return one pooled vector; nothing is
+  // generated. Needs EngineParams::embeddings.
+  bool embedding = false;
+  Pooling pooling = Pooling::Mean;
+  bool normalize = true;
+};
+
+/// Why a choice ended.
+enum class FinishReason { Stop, Length, Cancelled, Error };
+/// "stop", "length", "cancelled", "error".
+const char* finish_reason_name(FinishReason r);
+
+struct TokenLogprob {
+  TokenId token = 0;
+  float logprob = 0.0f;  // log-softmax of the model's logits (before any sampler step)
+};
+
+/// One event of a request's stream.
+struct Event {
+  enum class Kind {
+    Token,       // choice `choice` produced `token`
+    ChoiceDone,  // choice `choice` ended for `finish`; `text` = held-back text released
+    Done,        // every choice ended: the request is over (usage and embedding final)
+    Error,       // the request failed: `message`; Done follows
+  };
+  Kind kind = Kind::Token;
+  int choice = 0;
+  TokenId token = -1;
+  std::string piece;  // the token's own text (render_special off), for logprobs
+  std::string text;   // text released now: a token's text may be held back while it could
+                      // start a stop string (or is a partial UTF-8 character), then
+                      // released with a later event, or dropped when it was the stop
+  TokenLogprob logprob;             // with GenerationRequest::logprobs
+  std::vector<TokenLogprob> top;    // n_probs most likely tokens, most likely first
+  FinishReason finish = FinishReason::Stop;
+  std::string message;
+};
+
+/// Token counts and timing of a request.
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;      // prompt tokens whose cells came from the prefix cache
+  int64_t completion_tokens = 0;  // all choices together
+  Clock::time_point queued;       // submit()
+  Clock::time_point admitted;     // took its slots
+  Clock::time_point first_token;  // first token delivered (== finished when none)
+  Clock::time_point finished;
+};
+
+/// The receiving end of one request. Thread-safe.
+class Stream {
+ public:
+  /// Waits until events are pending (or `timeout` passes) and takes them all; empty on a
+  /// timeout. After the Done event, returns empty at once.
+  std::vector<Event> wait(std::chrono::milliseconds timeout);
+  /// Asks the engine to stop this request: its choices end as Cancelled and its cells are
+  /// freed at the start of the next step. Safe to call at any time, more than once.
+  void cancel();
+  bool cancelled() const;
+  /// True once Done was delivered (usage and embedding are then final).
+  bool done() const;
+  Usage usage() const;
+  /// The pooled embedding of an embedding request (after Done).
+  std::vector<float> embedding() const;
+  /// The engine's id for the request (unique, increasing).
+  uint64_t id() const { return id_; }
+
+  // ---- the engine's side ----
+  explicit Stream(uint64_t id) : id_(id) {}
+  void push(Event e);
+  void set_usage(const Usage& u);
+  void set_embedding(std::vector<float> v);
+
+ private:
+  const uint64_t id_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+  bool done_ = false;
+  bool delivered_done_ = false;
+  bool cancelled_ = false;
+  Usage usage_;
+  std::vector<float> embedding_;
+};
+
+struct EngineParams {
+  int n_parallel = 4;          // sequences decoded at once (slots), 1 .. 32
+  int64_t n_ctx_per_seq = 0;   // cells one sequence may use (prompt + generated); 0: the
+                               // model's training context, at most 4096
+  int64_t n_ctx = 0;           // cells of the KV cache; 0: n_parallel * n_ctx_per_seq. Must
+                               // be at least that (cached prefixes use what is left free)
+  int64_t batch_budget = 512;  // tokens per step (generating tokens + prompt chunks)
+  int max_queue = 64;          // requests waiting for a slot; more are refused (QueueFull)
+  bool prefix_cache = true;
+  int n_threads = 2;
+  bool embeddings = false;     // accept embedding requests
+};
+
+/// Why submit() refused a request.
+enum class Refusal {
+  None,
+  Invalid,       // bad field (message names it): HTTP 400
+  TooLong,       // prompt + max_tokens does not fit a sequence: HTTP 400
+  QueueFull,     // HTTP 429
+  ShuttingDown,  // HTTP 503
+};
+
+struct Submitted {
+  std::shared_ptr<Stream> stream;  // null when refused
+  Refusal refusal = Refusal::None;
+  std::string message;
+};
+
+/// One slot as /slots shows it.
+struct SlotInfo {
+  int id = 0;
+  bool busy = false;
+  uint64_t request = 0;     // id of the request it serves (when busy)
+  int64_t n_past = 0;       // cells of its sequence
+  int64_t n_generated = 0;  // tokens generated for its choice so far
+};
+
+struct EngineStats {
+  int running = 0;            // requests holding slots
+  int waiting = 0;            // requests in the queue
+  int64_t cells_used = 0;     // KV cells in use, cached prefixes included
+  int64_t n_ctx = 0;
+  int cached_prefixes = 0;
+  int64_t cached_tokens = 0;  // tokens held by cached prefixes (shared cells counted per prefix)
+  int64_t steps = 0;          // batches decoded so far
+  int64_t evictions = 0;      // cached prefixes evicted so far
+  std::vector<SlotInfo> slots;
+};
+
+class EngineImpl;
+
+class Engine {
+ public:
+  static constexpr int kMaxProbs = 20;
+
+  /// An engine over `model` (which must outlive it). Errors: parameters out of range, no
+  /// tokenizer, the context cannot be created.
+  static Result<std::unique_ptr<Engine>> create(const Model& model, const EngineParams& params);
+  ~Engine();
+
+  /// Checks and enqueues a request. Refused (nothing queued) when a field is invalid, the
+  /// prompt plus max_tokens exceeds n_ctx_per_seq, n_choices exceeds n_parallel, the queue
+  /// is full, or the engine is shutting down.
+  Submitted submit(GenerationRequest request);
+
+  /// Runs one step (see the top of this file). Returns false when there was nothing to do.
+  /// Call from one thread only, and not after start().
+  bool step();
+  /// Starts the loop thread: it runs step() while there is work, and sleeps otherwise.
+  void start();
+  /// Stops taking requests; `cancel_running`: also cancels the running and waiting ones,
+  /// else lets them finish. Then waits for the loop thread to end (if started).
+  void shutdown(bool cancel_running);
+
+  EngineStats stats() const;
+  const EngineParams& params() const;
+  const Model& model() const;
+
+ private:
+  explicit Engine(std::unique_ptr<EngineImpl> impl);
+  std::unique_ptr<EngineImpl> impl_;
+};
+
+}  // namespace tessera::serving

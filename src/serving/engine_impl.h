@@ -1,0 +1,112 @@
+// The Engine's state: the queue (shared with submitting threads), and the slots and
+// running requests (owned by the thread that steps). engine.cpp: creation, submit, the
+// loop thread; step.cpp: one step.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "serving/prefix_cache.h"
+#include "serving/stop_strings.h"
+#include "tessera/context.h"
+#include "tessera/serving.h"
+#include "tessera/tokenizer.h"
+
+namespace tessera::serving {
+
+/// One completion of a request: a sequence of the context and what produces its text.
+struct Choice {
+  int index = 0;  // in the request
+  SeqId seq = -1;
+  SamplerChain sampler;
+  std::unique_ptr<StreamDecoder> decoder;
+  StopStrings stops;
+  int32_t n_generated = 0;
+  Pos next_pos = 0;         // where `pending` goes
+  TokenId pending = -1;     // sampled, decoded in the next step
+  int64_t batch_index = -1; // the batch token whose logits it samples from next; -1: none
+  bool done = false;
+};
+
+/// A request that submit() accepted: waiting in the queue, then running in its slots.
+struct Running {
+  std::shared_ptr<Stream> stream;
+  GenerationRequest req;
+  std::vector<Choice> choices;
+  int32_t max_generated = 0;  // per choice (max_tokens, or what fits the sequence)
+  int64_t n_prompt_in_cache = 0;  // prompt tokens in the cells (reused + decoded)
+  std::vector<float> embd_rows;   // embedding requests: the hidden states so far
+  int64_t chunk_begin = 0;        // this step's prompt chunk: its batch indices
+  int64_t chunk_len = 0;
+  Usage usage;
+  bool delivered_first = false;
+
+  bool prompt_done() const { return n_prompt_in_cache == int64_t(req.prompt.size()); }
+  bool all_done() const;
+};
+
+class EngineImpl {
+ public:
+  EngineImpl(const Model& model, const EngineParams& params, std::unique_ptr<Context> ctx);
+
+  Submitted submit(GenerationRequest request);
+  bool step();
+  void start();
+  void loop();
+  void shutdown(bool cancel_running);
+  EngineStats stats() const;
+
+  const Model& model_;
+  const EngineParams params_;
+
+ private:
+  Status validate(const GenerationRequest& r) const;
+  Result<std::unique_ptr<Running>> prepare(GenerationRequest r, uint64_t id) const;
+
+  // step.cpp
+  bool drop_cancelled();
+  void admit();
+  void reuse_prefix(Running& r);
+  void build_batch(Batch& batch);
+  bool make_room(int64_t n_cells);
+  void after_decode(const Batch& batch);
+  void sample_choice(Running& r, Choice& c);
+  void finish_choice(Running& r, Choice& c, FinishReason why, const std::string& message = {});
+  void collect_embeddings(Running& r, const Batch& batch);
+  void finish_request(Running& r);
+  void fail_all(const std::string& message);
+  /// Frees the request's slots; its sequences become cached prefixes when `cacheable`.
+  void retire(Running& r, bool cacheable);
+  void store_prefix(SeqId seq);
+  void evict_one();
+  void publish_stats();
+
+  std::unique_ptr<Context> ctx_;
+  const Tokenizer& tok_;
+  std::vector<TokenId> eog_tokens_;
+
+  // Shared with submitting threads.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Running>> queue_;
+  bool shutting_down_ = false;
+  bool stop_loop_ = false;
+  std::atomic<bool> cancel_all_{false};
+  uint64_t next_id_ = 1;
+  EngineStats stats_;
+  std::thread thread_;
+
+  // The stepping thread's.
+  std::vector<std::unique_ptr<Running>> running_;  // in admission order
+  std::vector<bool> slot_busy_;
+  PrefixCache cache_;
+  int64_t steps_ = 0;
+  int64_t evictions_ = 0;
+};
+
+}  // namespace tessera::serving

@@ -1,0 +1,95 @@
+#include "serving/prefix_cache.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace tessera::serving {
+namespace {
+
+int64_t common_prefix(std::span<const TokenId> a, std::span<const TokenId> b) {
+  const size_t n = std::min(a.size(), b.size());
+  return int64_t(std::mismatch(a.begin(), a.begin() + ptrdiff_t(n), b.begin()).first - a.begin());
+}
+
+}  // namespace
+
+PrefixCache::PrefixCache(SeqId first_id, int n_ids) : first_id_(first_id), n_ids_(n_ids) {
+  TESSERA_CHECK(first_id >= 0 && n_ids >= 0);
+}
+
+PrefixCache::Match PrefixCache::longest_prefix(std::span<const TokenId> tokens) {
+  Entry* best = nullptr;
+  int64_t best_len = 0;
+  for (Entry& e : entries_) {
+    const int64_t n = common_prefix(e.tokens, tokens);
+    if (n > best_len || (n == best_len && n > 0 && e.last_used > best->last_used)) {
+      best = &e;
+      best_len = n;
+    }
+  }
+  if (best == nullptr) return {};
+  best->last_used = ++clock_;
+  return {best->holder, best_len};
+}
+
+SeqId PrefixCache::covering(std::span<const TokenId> tokens) {
+  Entry* best = nullptr;
+  for (Entry& e : entries_) {
+    if (e.tokens.size() >= tokens.size() && common_prefix(e.tokens, tokens) == int64_t(tokens.size()) &&
+        (best == nullptr || e.last_used > best->last_used)) {
+      best = &e;
+    }
+  }
+  if (best == nullptr) return -1;
+  best->last_used = ++clock_;
+  return best->holder;
+}
+
+std::vector<SeqId> PrefixCache::covered_by(std::span<const TokenId> tokens) const {
+  std::vector<SeqId> out;
+  for (const Entry& e : entries_) {
+    if (e.tokens.size() <= tokens.size() && common_prefix(e.tokens, tokens) == int64_t(e.tokens.size())) {
+      out.push_back(e.holder);
+    }
+  }
+  return out;
+}
+
+SeqId PrefixCache::free_holder() const {
+  for (SeqId id = first_id_; id < first_id_ + n_ids_; ++id) {
+    const bool used = std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.holder == id; });
+    if (!used) return id;
+  }
+  return -1;
+}
+
+void PrefixCache::insert(SeqId holder, std::vector<TokenId> tokens) {
+  TESSERA_CHECK(holder >= first_id_ && holder < first_id_ + n_ids_ && find(holder) == nullptr);
+  entries_.push_back({holder, std::move(tokens), ++clock_});
+}
+
+SeqId PrefixCache::least_recently_used() const {
+  const auto it = std::min_element(entries_.begin(), entries_.end(),
+                                   [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; });
+  return it == entries_.end() ? -1 : it->holder;
+}
+
+void PrefixCache::erase(SeqId holder) {
+  std::erase_if(entries_, [&](const Entry& e) { return e.holder == holder; });
+}
+
+int64_t PrefixCache::n_tokens() const {
+  int64_t n = 0;
+  for (const Entry& e : entries_) n += int64_t(e.tokens.size());
+  return n;
+}
+
+PrefixCache::Entry* PrefixCache::find(SeqId holder) {
+  for (Entry& e : entries_) {
+    if (e.holder == holder) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace tessera::serving

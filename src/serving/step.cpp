@@ -1,0 +1,339 @@
+// One step of the Engine (see tessera/serving.h): cancellations, admission, one batch,
+// decode, sampling and delivery; finished requests leave their cells as cached prefixes.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/check.h"
+#include "serving/engine_impl.h"
+
+namespace tessera::serving {
+namespace {
+
+/// Sequence operations on ids the engine owns cannot fail.
+void must(const Status& s) { TESSERA_CHECK_MSG(s.is_ok(), s.message().c_str()); }
+
+/// The chosen token's log-probability and the n most likely tokens', from raw logits.
+void fill_logprobs(std::span<const float> logits, TokenId chosen, int n_top, Event& e) {
+  const float max = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float l : logits) sum += std::exp(double(l) - max);
+  const float lse = max + float(std::log(sum));
+  e.logprob = {chosen, logits[size_t(chosen)] - lse};
+  std::vector<TokenId> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  const size_t n = std::min(size_t(n_top), ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + ptrdiff_t(n), ids.end(), [&](TokenId a, TokenId b) {
+    return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
+  });
+  for (size_t i = 0; i < n; ++i) e.top.push_back({ids[i], logits[size_t(ids[i])] - lse});
+}
+
+}  // namespace
+
+bool EngineImpl::step() {
+  bool did = drop_cancelled();
+  admit();
+  if (running_.empty()) {
+    publish_stats();
+    return did;
+  }
+  Batch batch;
+  build_batch(batch);
+  TESSERA_CHECK(!batch.empty());  // a running request always has a token to decode
+  if (!make_room(batch.size())) {
+    fail_all("the KV cache has no free cells for this step");
+  } else if (Status s = ctx_->decode(batch); !s) {
+    fail_all("decode failed: " + s.message());
+  } else {
+    ++steps_;
+    after_decode(batch);
+  }
+  publish_stats();
+  return true;
+}
+
+bool EngineImpl::drop_cancelled() {
+  const bool all = cancel_all_.load();
+  std::vector<std::unique_ptr<Running>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (all || (*it)->stream->cancelled()) {
+        dropped.push_back(std::move(*it));
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& r : dropped) {
+    for (Choice& c : r->choices) finish_choice(*r, c, FinishReason::Cancelled);
+    finish_request(*r);
+  }
+  bool any = !dropped.empty();
+  for (auto it = running_.begin(); it != running_.end();) {
+    Running& r = **it;
+    if (all || r.stream->cancelled()) {
+      for (Choice& c : r.choices) finish_choice(r, c, FinishReason::Cancelled);
+      finish_request(r);
+      retire(r, true);  // what was decoded is valid: it may serve later prompts
+      it = running_.erase(it);
+      any = true;
+    } else {
+      ++it;
+    }
+  }
+  return any;
+}
+
+void EngineImpl::admit() {
+  for (;;) {
+    std::unique_ptr<Running> r;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty()) return;
+      const int free = int(std::count(slot_busy_.begin(), slot_busy_.end(), false));
+      if (free < int(queue_.front()->choices.size())) return;  // first come, first served
+      r = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    size_t slot = 0;
+    for (Choice& c : r->choices) {
+      while (slot_busy_[slot]) ++slot;
+      slot_busy_[slot] = true;
+      c.seq = SeqId(slot);
+    }
+    r->usage.admitted = Clock::now();
+    reuse_prefix(*r);
+    running_.push_back(std::move(r));
+  }
+}
+
+void EngineImpl::reuse_prefix(Running& r) {
+  if (!params_.prefix_cache || !r.req.cache_prompt || r.req.embedding) return;
+  // The last prompt token is always decoded: its logits give the first token.
+  const std::span<const TokenId> prompt(r.req.prompt);
+  const PrefixCache::Match m = cache_.longest_prefix(prompt.first(prompt.size() - 1));
+  if (m.length == 0) return;
+  for (Choice& c : r.choices) must(ctx_->seq_cp(m.holder, c.seq, 0, Pos(m.length)));
+  r.n_prompt_in_cache = m.length;
+  r.usage.cached_tokens = m.length;
+}
+
+void EngineImpl::build_batch(Batch& batch) {
+  // One token for every generating sequence first ...
+  for (auto& r : running_) {
+    r->chunk_len = 0;
+    if (!r->prompt_done()) continue;
+    for (Choice& c : r->choices) {
+      if (c.done) continue;
+      c.batch_index = batch.size();
+      batch.add(c.pending, c.next_pos++, c.seq, true);
+    }
+  }
+  // ... then prompt chunks, in admission order, up to the budget.
+  std::vector<SeqId> seqs;
+  for (auto& r : running_) {
+    const int64_t room = params_.batch_budget - batch.size();
+    if (room <= 0) break;
+    if (r->prompt_done()) continue;
+    const int64_t n_prompt = int64_t(r->req.prompt.size());
+    const int64_t chunk = std::min(room, n_prompt - r->n_prompt_in_cache);
+    seqs.clear();
+    for (const Choice& c : r->choices) seqs.push_back(c.seq);
+    r->chunk_begin = batch.size();
+    r->chunk_len = chunk;
+    for (int64_t k = 0; k < chunk; ++k) {
+      const int64_t pos = r->n_prompt_in_cache + k;
+      const bool last = pos == n_prompt - 1;
+      batch.add(r->req.prompt[size_t(pos)], Pos(pos), seqs, r->req.embedding || last);
+    }
+    r->n_prompt_in_cache += chunk;
+    if (r->prompt_done() && !r->req.embedding) {
+      for (Choice& c : r->choices) c.batch_index = batch.size() - 1;
+    }
+  }
+}
+
+bool EngineImpl::make_room(int64_t n_cells) {
+  while (ctx_->n_ctx() - ctx_->n_cells_used() < n_cells) {
+    if (cache_.empty()) return false;
+    evict_one();
+  }
+  return true;
+}
+
+void EngineImpl::after_decode(const Batch& batch) {
+  for (auto& rp : running_) {
+    Running& r = *rp;
+    if (r.req.embedding) {
+      collect_embeddings(r, batch);
+      continue;
+    }
+    for (Choice& c : r.choices) {
+      if (c.done || c.batch_index < 0) continue;
+      if (r.max_generated == 0) {
+        c.batch_index = -1;
+        finish_choice(r, c, FinishReason::Length);
+      } else {
+        sample_choice(r, c);
+      }
+    }
+  }
+  for (auto it = running_.begin(); it != running_.end();) {
+    if ((*it)->all_done()) {
+      finish_request(**it);
+      retire(**it, true);
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void EngineImpl::sample_choice(Running& r, Choice& c) {
+  const std::span<const float> logits = ctx_->logits_at(c.batch_index);
+  c.batch_index = -1;
+  Result<TokenId> t = c.sampler.sample(logits);
+  if (!t) return finish_choice(r, c, FinishReason::Error, t.status().message());
+  if (Status s = c.sampler.accept(*t); !s) return finish_choice(r, c, FinishReason::Error, s.message());
+  if (tok_.is_eog(*t)) return finish_choice(r, c, FinishReason::Stop);
+  ++c.n_generated;
+  ++r.usage.completion_tokens;
+  Event e;
+  e.kind = Event::Kind::Token;
+  e.choice = c.index;
+  e.token = *t;
+  e.piece = tok_.token_to_piece(*t);
+  if (r.req.logprobs || r.req.n_probs > 0) fill_logprobs(logits, *t, r.req.n_probs, e);
+  const StopStrings::Released out = c.stops.push(c.decoder->push(*t));
+  e.text = out.text;
+  if (!r.delivered_first) {
+    r.delivered_first = true;
+    r.usage.first_token = Clock::now();
+  }
+  r.stream->push(std::move(e));
+  if (out.stopped || c.sampler.done()) return finish_choice(r, c, FinishReason::Stop);
+  if (c.n_generated >= r.max_generated) return finish_choice(r, c, FinishReason::Length);
+  c.pending = *t;
+  c.next_pos = Pos(int64_t(r.req.prompt.size()) + c.n_generated - 1);
+}
+
+void EngineImpl::finish_choice(Running& r, Choice& c, FinishReason why, const std::string& message) {
+  if (c.done) return;
+  c.done = true;
+  Event e;
+  e.kind = Event::Kind::ChoiceDone;
+  e.choice = c.index;
+  e.finish = why;
+  e.message = message;
+  if (c.decoder) e.text = c.stops.push(c.decoder->flush()).text + c.stops.flush();
+  r.stream->push(std::move(e));
+}
+
+void EngineImpl::collect_embeddings(Running& r, const Batch& batch) {
+  for (int64_t i = r.chunk_begin; i < r.chunk_begin + r.chunk_len; ++i) {
+    const std::span<const float> row = ctx_->embeddings_at(i);
+    r.embd_rows.insert(r.embd_rows.end(), row.begin(), row.end());
+  }
+  if (!r.prompt_done() || r.choices[0].done) return;
+  std::vector<float> v = pool_embeddings(r.embd_rows, ctx_->n_embd(), r.req.pooling);
+  if (r.req.normalize) normalize_l2(v);
+  r.stream->set_embedding(std::move(v));
+  r.embd_rows.clear();
+  finish_choice(r, r.choices[0], FinishReason::Stop);
+}
+
+void EngineImpl::finish_request(Running& r) {
+  r.usage.finished = Clock::now();
+  if (!r.delivered_first) r.usage.first_token = r.usage.finished;
+  if (r.usage.admitted == Clock::time_point{}) r.usage.admitted = r.usage.finished;
+  r.stream->set_usage(r.usage);
+  Event done;
+  done.kind = Event::Kind::Done;
+  r.stream->push(std::move(done));
+}
+
+void EngineImpl::fail_all(const std::string& message) {
+  for (auto& r : running_) {
+    Event e;
+    e.kind = Event::Kind::Error;
+    e.message = message;
+    r->stream->push(std::move(e));
+    for (Choice& c : r->choices) finish_choice(*r, c, FinishReason::Error, message);
+    finish_request(*r);
+    retire(*r, false);
+  }
+  running_.clear();
+}
+
+void EngineImpl::retire(Running& r, bool cacheable) {
+  const bool keep = cacheable && params_.prefix_cache && r.req.cache_prompt && !r.req.embedding;
+  for (Choice& c : r.choices) {
+    if (c.seq < 0) continue;
+    if (keep) {
+      store_prefix(c.seq);
+    } else {
+      must(ctx_->seq_rm(c.seq, -1, -1));
+    }
+    slot_busy_[size_t(c.seq)] = false;
+    c.seq = -1;
+  }
+}
+
+void EngineImpl::store_prefix(SeqId seq) {
+  std::vector<TokenId> tokens = ctx_->seq_tokens(seq);
+  if (tokens.empty() || cache_.covering(tokens) >= 0) {
+    must(ctx_->seq_rm(seq, -1, -1));
+    return;
+  }
+  for (SeqId h : cache_.covered_by(tokens)) {  // the new entry holds all their cells
+    must(ctx_->seq_rm(h, -1, -1));
+    cache_.erase(h);
+  }
+  SeqId holder = cache_.free_holder();
+  if (holder < 0) {
+    evict_one();
+    holder = cache_.free_holder();
+  }
+  TESSERA_CHECK(holder >= 0);
+  must(ctx_->seq_cp(seq, holder, -1, -1));
+  must(ctx_->seq_rm(seq, -1, -1));
+  cache_.insert(holder, std::move(tokens));
+}
+
+void EngineImpl::evict_one() {
+  const SeqId h = cache_.least_recently_used();
+  TESSERA_CHECK(h >= 0);
+  must(ctx_->seq_rm(h, -1, -1));
+  cache_.erase(h);
+  ++evictions_;
+}
+
+void EngineImpl::publish_stats() {
+  EngineStats s;
+  s.running = int(running_.size());
+  s.cells_used = ctx_->n_cells_used();
+  s.n_ctx = ctx_->n_ctx();
+  s.cached_prefixes = cache_.size();
+  s.cached_tokens = cache_.n_tokens();
+  s.steps = steps_;
+  s.evictions = evictions_;
+  for (int i = 0; i < params_.n_parallel; ++i) s.slots.push_back({i, false, 0, 0, 0});
+  for (const auto& r : running_) {
+    for (const Choice& c : r->choices) {
+      if (c.seq < 0) continue;
+      SlotInfo& info = s.slots[size_t(c.seq)];
+      info.busy = true;
+      info.request = r->stream->id();
+      info.n_past = ctx_->seq_pos_max(c.seq) + 1;
+      info.n_generated = c.n_generated;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  s.waiting = int(queue_.size());
+  stats_ = std::move(s);
+}
+
+}  // namespace tessera::serving
