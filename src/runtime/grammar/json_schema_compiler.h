@@ -1,0 +1,93 @@
+// The JSON-schema compiler's walk over a schema (json_schema.cpp: keywords, $ref,
+// combinators, enum/const; json_schema_types.cpp: objects, arrays, strings).
+// nlohmann-json stays inside the library: this header is internal.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/grammar/json_schema_gbnf.h"
+#include "tessera/status.h"
+
+namespace tessera::grammar::schema {
+
+using Json = nlohmann::ordered_json;  // keeps `properties` in the schema's order
+
+/// Deepest nesting of schemas inside schemas (the compiler recurses once per level).
+constexpr int kMaxDepth = 64;
+/// Largest minLength / maxLength / minItems / maxItems: the GBNF parser's repetition limit.
+constexpr uint64_t kMaxCount = 10000;
+
+/// "json schema: POINTER: what" (the root's pointer reads "(root)").
+Status schema_error(const std::string& pointer, const std::string& what);
+/// `pointer` extended by one reference token (escaped: ~ -> ~0, / -> ~1).
+std::string pointer_append(const std::string& pointer, std::string_view token);
+
+class Compiler {
+ public:
+  explicit Compiler(const Json& root) : root_(root) {}
+  /// The GBNF text of the whole schema.
+  Result<std::string> run();
+
+  // Each compile_* returns a GBNF atom (a rule name) matching the schema's values.
+  Result<std::string> compile(const Json& s, const std::string& ptr, const std::string& hint,
+                              int depth);
+
+ private:
+  Status check_keywords(const Json& s, const std::string& ptr) const;
+  Status only_annotations_beside(const Json& s, const std::string& ptr,
+                                 std::string_view keyword) const;
+  Result<std::string> compile_ref(const Json& s, const std::string& ptr);
+  Result<std::string> compile_any_of(const Json& s, const std::string& ptr,
+                                     const std::string& hint, int depth);
+  Result<std::string> compile_enum(const Json& s, const std::string& ptr,
+                                   const std::string& hint);
+  Result<std::vector<std::string>> parse_types(const Json& s, const std::string& ptr) const;
+  Result<std::string> compile_types(const Json& s, const std::string& ptr,
+                                    const std::string& hint, int depth);
+  Result<std::string> compile_type(const Json& s, const std::string& type,
+                                   const std::string& ptr, const std::string& hint, int depth);
+  Result<std::string> compile_string(const Json& s, const std::string& ptr,
+                                     const std::string& hint);
+  Result<std::string> compile_array(const Json& s, const std::string& ptr,
+                                    const std::string& hint, int depth);
+  Result<std::string> compile_prefix_array(const std::vector<std::string>& prefix,
+                                           const std::string& item, uint64_t lo, uint64_t hi,
+                                           const std::string& ptr, const std::string& hint);
+  Result<std::string> compile_object(const Json& s, const std::string& ptr,
+                                     const std::string& hint, int depth);
+  Result<std::string> object_body(const std::vector<std::string>& required,
+                                  const std::vector<std::string>& optional,
+                                  const std::string& extra, const std::string& ptr,
+                                  const std::string& hint);
+  /// The atom of additional properties' values; "" when additionalProperties is false.
+  Result<std::string> additional_value(const Json& s, const std::string& ptr,
+                                       const std::string& hint, int depth);
+  /// The rule of one additional member (a key none of `declared`, its value `value`).
+  Result<std::string> extra_member(const std::string& value,
+                                   const std::vector<std::string>& declared,
+                                   const std::string& ptr, const std::string& hint);
+
+  /// A non-negative integer keyword (absent: `fallback`), at most kMaxCount.
+  Result<uint64_t> count_keyword(const Json& s, const char* name, const std::string& ptr,
+                                 uint64_t fallback) const;
+  /// Defines `name ::= body`, or the budget error at `ptr`.
+  Result<std::string> define(const std::string& name, std::string body, const std::string& ptr);
+  Status charge(size_t units, const std::string& ptr);
+  /// A rule name for `hint`, or forced_name_ once when set: the first rule a schema
+  /// defines is reserved before its children's, so it takes the name of the schema.
+  std::string rule_name(const std::string& hint);
+
+  const Json& root_;
+  GbnfWriter w_;
+  std::map<std::string, std::string> refs_;                    // target pointer -> rule
+  std::vector<std::pair<std::string, std::string>> pending_;  // target pointer, rule
+  std::string forced_name_;  // the name the next rule_name() returns (root, $ref targets)
+};
+
+}  // namespace tessera::grammar::schema
