@@ -92,7 +92,9 @@ struct Event {
   TokenLogprob logprob;             // with GenerationRequest::logprobs
   std::vector<TokenLogprob> top;    // n_probs most likely tokens, most likely first
   FinishReason finish = FinishReason::Stop;
-  std::string message;
+  std::string stop_word;  // ChoiceDone: the stop string that ended it ("" otherwise: an
+                          // end-of-generation token, a complete grammar, a limit)
+  std::string message;    // ChoiceDone with Error, and Error: what went wrong
 };
 
 /// Token counts and timing of a request.

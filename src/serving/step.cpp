@@ -229,6 +229,7 @@ void EngineImpl::finish_choice(Running& r, Choice& c, FinishReason why, const st
   e.finish = why;
   e.message = message;
   if (c.decoder) e.text = c.stops.push(c.decoder->flush()).text + c.stops.flush();
+  e.stop_word = c.stops.matched();
   r.stream->push(std::move(e));
 }
 

@@ -15,7 +15,13 @@ StopStrings::Released StopStrings::push(std::string_view text) {
   pending_.append(text);
   // The earliest stop string wins.
   size_t first = std::string::npos;
-  for (const std::string& s : stops_) first = std::min(first, pending_.find(s));
+  for (const std::string& s : stops_) {
+    const size_t at = pending_.find(s);
+    if (at < first) {
+      first = at;
+      matched_ = s;
+    }
+  }
   if (first != std::string::npos) {
     stopped_ = true;
     Released r{pending_.substr(0, first), true};

@@ -23,10 +23,13 @@ class StopStrings {
   Released push(std::string_view text);
   /// Releases everything held back (the generation ended without a stop string).
   std::string flush();
+  /// The stop string that appeared ("" while none has).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   std::string pending_;
+  std::string matched_;
   bool stopped_ = false;
 };
 

@@ -15,6 +15,7 @@ struct Outcome {
   std::vector<std::vector<TokenId>> tokens;  // per choice
   std::vector<std::string> text;
   std::vector<FinishReason> finish;
+  std::vector<std::string> stop_word;
   Usage usage;
   bool error = false;
 };
@@ -24,10 +25,12 @@ void drain(Stream& s, Outcome& o, size_t n_choices) {
   o.tokens.resize(n_choices);
   o.text.resize(n_choices);
   o.finish.resize(n_choices, FinishReason::Error);
+  o.stop_word.resize(n_choices);
   for (const Event& e : s.wait(std::chrono::milliseconds(0))) {
     if (e.kind == Event::Kind::Token) o.tokens[size_t(e.choice)].push_back(e.token);
     if (e.kind == Event::Kind::Token || e.kind == Event::Kind::ChoiceDone) o.text[size_t(e.choice)] += e.text;
     if (e.kind == Event::Kind::ChoiceDone) o.finish[size_t(e.choice)] = e.finish;
+    if (e.kind == Event::Kind::ChoiceDone) o.stop_word[size_t(e.choice)] = e.stop_word;
     if (e.kind == Event::Kind::Error) o.error = true;
   }
   if (s.done()) o.usage = s.usage();
@@ -262,6 +265,8 @@ TEST(ServingEngine, StopStringsAreNeverDelivered) {
   r.stop = {stop};
   const Outcome o = alone(*m, r);
   EXPECT_EQ(o.finish[0], FinishReason::Stop);
+  EXPECT_EQ(o.stop_word[0], stop);
+  EXPECT_EQ(ref.stop_word[0], "");
   EXPECT_EQ(o.text[0], ref.text[0].substr(0, ref.text[0].find(stop)));
   EXPECT_EQ(o.text[0].find(stop), std::string::npos);
 }

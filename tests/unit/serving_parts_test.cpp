@@ -26,6 +26,7 @@ TEST(StopStrings, StopSpanningPiecesIsNeverReleased) {
   bool stopped = false;
   EXPECT_EQ(feed(s, {"Hello", " wor", "ld<", "|en", "d|>", "more"}, &stopped), "Hello world");
   EXPECT_TRUE(stopped);
+  EXPECT_EQ(s.matched(), "<|end|>");
 }
 
 TEST(StopStrings, PartialMatchIsReleasedWhenItTurnsOut) {
@@ -41,6 +42,7 @@ TEST(StopStrings, EarliestOfSeveralWinsAndNothingFollows) {
   StopStrings::Released r = s.push("xxab\n\nyy");
   EXPECT_TRUE(r.stopped);
   EXPECT_EQ(r.text, "xx");
+  EXPECT_EQ(s.matched(), "ab");
   EXPECT_EQ(s.push("more").text, "");
   EXPECT_EQ(s.flush(), "");
 }

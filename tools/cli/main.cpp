@@ -1,5 +1,6 @@
 // tessera: the command-line program. Each subcommand lives in its own file.
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {add_run(app), add_logits(app), add_inspect(app),
                                          add_synth(app), add_quantize(app), add_bench(app),
                                          add_tokenize(app), add_embed(app), add_parallel(app),
-                                         add_chat(app), add_perplexity(app)};
+                                         add_chat(app), add_perplexity(app), add_serve(app)};
 
   // One line per error, naming the problem; CLI11's own words after our prefix.
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
@@ -44,6 +45,11 @@ int main(int argc, char** argv) {
     bool known = false;
     for (const Command& c : commands) known = known || c.app->get_name() == argv[1];
     if (!known) return fail(std::string("unknown subcommand '") + argv[1] + "' (see 'tessera --help')");
+  }
+  // Multi-letter short flags that CLI11 cannot declare (llama.cpp's spellings).
+  static char parallel_flag[] = "--parallel";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-np") == 0) argv[i] = parallel_flag;
   }
   try {
     app.parse(argc, argv);

@@ -1,0 +1,599 @@
+// `tessera serve` over real HTTP: every endpoint and error status, streams, the prefix
+// cache, logprobs shapes, structured output, cancellation, SIGTERM (docs/server.md).
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/server_process.h"
+#include "common/test_util.h"
+
+namespace tessera {
+namespace {
+
+using nlohmann::json;
+using test::ServerProcess;
+
+constexpr const char* kKey = "test-key-123";
+
+struct Reply {
+  int status = -1;
+  json body;
+  std::string text;
+  httplib::Headers headers;
+};
+
+/// A client of one server that sends the API key.
+class Api {
+ public:
+  explicit Api(int port, std::string key = kKey) : cli_("127.0.0.1", port), key_(std::move(key)) {
+    cli_.set_read_timeout(120, 0);
+    cli_.set_write_timeout(60, 0);
+  }
+
+  Reply post(const std::string& path, const std::string& body) {
+    return wrap(cli_.Post(path.c_str(), headers(), body, "application/json"));
+  }
+  Reply post(const std::string& path, const json& body) { return post(path, body.dump()); }
+  Reply get(const std::string& path) { return wrap(cli_.Get(path.c_str(), headers())); }
+  Reply send(const std::string& method, const std::string& path, httplib::Headers extra = {}) {
+    httplib::Request req;
+    req.method = method;
+    req.path = path;
+    req.headers = headers();
+    for (const auto& h : extra) req.headers.insert(h);
+    return wrap(cli_.send(req));
+  }
+  httplib::Client& client() { return cli_; }
+
+ private:
+  httplib::Headers headers() const {
+    if (key_.empty()) return {};
+    return {{"Authorization", "Bearer " + key_}};
+  }
+  static Reply wrap(const httplib::Result& r) {
+    Reply out;
+    if (!r) return out;
+    out.status = r->status;
+    out.text = r->body;
+    out.headers = r->headers;
+    out.body = json::parse(r->body, nullptr, false);
+    return out;
+  }
+
+  httplib::Client cli_;
+  std::string key_;
+};
+
+/// The JSON objects of an SSE body, and whether it ended with data: [DONE].
+std::vector<json> sse_chunks(const std::string& text, bool* done) {
+  std::vector<json> out;
+  *done = false;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find("\n\n", pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string frame = text.substr(pos, end - pos);
+    pos = end + 2;
+    if (frame.empty()) continue;
+    EXPECT_EQ(frame.rfind("data: ", 0), 0u) << frame;
+    EXPECT_FALSE(*done) << "a frame after [DONE]";
+    if (frame == "data: [DONE]") {
+      *done = true;
+      continue;
+    }
+    out.push_back(json::parse(frame.substr(6), nullptr, false));
+    EXPECT_FALSE(out.back().is_discarded()) << frame;
+  }
+  return out;
+}
+
+void expect_error(const Reply& r, int status, const std::string& param = {}) {
+  EXPECT_EQ(r.status, status) << r.text;
+  ASSERT_TRUE(r.body.is_object()) << r.text;
+  ASSERT_TRUE(r.body.contains("error")) << r.text;
+  const json& e = r.body["error"];
+  EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << r.text;
+  EXPECT_TRUE(e["type"].is_string()) << r.text;
+  EXPECT_TRUE(e.contains("param") && e.contains("code")) << r.text;
+  if (!param.empty()) {
+    EXPECT_EQ(e["param"], param) << r.text;
+  }
+}
+
+json chat_body(const std::string& text, int max_tokens) {
+  return {{"messages", {{{"role", "user"}, {"content", text}}}}, {"max_tokens", max_tokens}, {"temperature", 0}};
+}
+
+/// One server for most tests: 4 slots, a key, metrics and embeddings on.
+class ServerHttp : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = test::shared_file("models/stories260K.gguf");
+    if (model_.empty()) return;
+    std::string error;
+    server_ = ServerProcess::start({"-m", model_, "-np", "4", "-t", "2", "--api-key", kKey, "--metrics",
+                                    "--embeddings", "--alias", "tiny"},
+                                   &error);
+    ASSERT_TRUE(server_) << error;
+  }
+  static void TearDownTestSuite() {
+    if (server_) {
+      EXPECT_EQ(server_->stop(), 0) << server_->log();
+    }
+    server_.reset();
+  }
+  void SetUp() override {
+    if (model_.empty()) GTEST_SKIP() << "shared file absent: models/stories260K.gguf";
+    ASSERT_TRUE(server_);
+  }
+  Api api() { return Api(server_->port()); }
+
+  static std::string model_;
+  static std::unique_ptr<ServerProcess> server_;
+};
+
+std::string ServerHttp::model_;
+std::unique_ptr<ServerProcess> ServerHttp::server_;
+
+TEST_F(ServerHttp, HealthNeedsNoKeyAndEverythingElseDoes) {
+  Api anonymous(server_->port(), "");
+  const Reply h = anonymous.get("/health");
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.body["status"], "ok");
+  expect_error(anonymous.get("/v1/models"), 401);
+  expect_error(anonymous.post("/v1/chat/completions", chat_body("hi", 2)), 401);
+  expect_error(Api(server_->port(), "wrong-key").get("/props"), 401);
+  expect_error(Api(server_->port(), std::string(kKey) + "x").get("/slots"), 401);
+  // X-Api-Key is accepted too.
+  EXPECT_EQ(anonymous.send("GET", "/v1/models", {{"X-Api-Key", kKey}}).status, 200);
+  // The web page needs no key (when the page files are compiled in).
+  const Reply page = anonymous.get("/");
+  EXPECT_TRUE(page.status == 200 || page.status == 404) << page.status;
+}
+
+TEST_F(ServerHttp, ModelsPropsSlots) {
+  Api a = api();
+  const Reply m = a.get("/v1/models");
+  ASSERT_EQ(m.status, 200) << m.text;
+  EXPECT_EQ(m.body["object"], "list");
+  EXPECT_EQ(m.body["data"][0]["id"], "tiny");
+  const Reply p = a.get("/props");
+  ASSERT_EQ(p.status, 200) << p.text;
+  EXPECT_EQ(p.body["total_slots"], 4);
+  EXPECT_TRUE(p.body["default_generation_settings"].is_object());
+  EXPECT_TRUE(p.body["chat_template"].is_string());
+  EXPECT_EQ(p.body["model_path"], model_);
+  const Reply s = a.get("/slots");
+  ASSERT_EQ(s.status, 200) << s.text;
+  ASSERT_TRUE(s.body.is_array());
+  EXPECT_EQ(s.body.size(), 4u);
+  EXPECT_TRUE(s.body[0].contains("is_processing"));
+}
+
+TEST_F(ServerHttp, ErrorStatusesAndShapes) {
+  Api a = api();
+  expect_error(a.post("/v1/chat/completions", std::string("{not json")), 400);
+  expect_error(a.post("/v1/chat/completions", std::string("[1,2]")), 400);
+  expect_error(a.post("/v1/chat/completions", std::string(200, '[')), 400);
+  json b = chat_body("hi", 4);
+  b["max_tokens"] = "4";
+  expect_error(a.post("/v1/chat/completions", b), 400, "max_tokens");
+  b = chat_body("hi", 4);
+  b["temperature"] = "hot";
+  expect_error(a.post("/v1/chat/completions", b), 400, "temperature");
+  b = chat_body("hi", 4);
+  b["stop"] = 5;
+  expect_error(a.post("/v1/chat/completions", b), 400, "stop");
+  b = chat_body("hi", 4);
+  b["messages"] = "hi";
+  expect_error(a.post("/v1/chat/completions", b), 400, "messages");
+  b = chat_body("hi", 4);
+  b["messages"][0]["role"] = "wizard";
+  expect_error(a.post("/v1/chat/completions", b), 400, "messages[0].role");
+  b = chat_body("hi", 4);
+  b["logit_bias"] = {{"abc", 1}};
+  expect_error(a.post("/v1/chat/completions", b), 400, "logit_bias");
+  b = chat_body("hi", 4);
+  b["grammar"] = "root ::= (\"a\"";
+  expect_error(a.post("/v1/chat/completions", b), 400, "grammar");
+  expect_error(a.post("/v1/completions", json{{"prompt", json::array({1, 2, 999999})}}), 400, "prompt");
+  expect_error(a.post("/v1/completions", json{{"max_tokens", 3}}), 400, "prompt");
+  b = chat_body("hi", 100000);
+  expect_error(a.post("/v1/chat/completions", b), 400);  // does not fit a sequence
+  b = chat_body("hi", 4);
+  b["model"] = "no-such-model";
+  expect_error(a.post("/v1/chat/completions", b), 404, "model");
+  expect_error(a.get("/no/such/path"), 404);
+  expect_error(a.get("/v1/chat/completions"), 405);
+  expect_error(a.send("DELETE", "/health"), 405);
+  expect_error(a.post("/v1/completions", std::string(9u << 20, ' ')), 413);
+}
+
+TEST_F(ServerHttp, NullFieldsAreAbsentAndUnknownFieldsIgnored) {
+  json b = chat_body("Tell me a story", 6);
+  for (const char* k : {"temperature", "top_p", "n", "stop", "seed", "presence_penalty", "frequency_penalty",
+                        "logit_bias", "logprobs", "top_logprobs", "response_format", "stream", "stream_options",
+                        "user", "tools", "max_completion_tokens", "top_k", "grammar"}) {
+    b[k] = nullptr;
+  }
+  b["model"] = "stories260K.gguf";  // the file name is accepted besides the alias
+  b["some_future_field"] = {{"x", 1}};
+  // (the model's context is 128 tokens, and this template spells its tags in ~30 tokens)
+  b["messages"] = {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Tell me"}}, {{"type", "text"}, {"text", " a story"}}}}},
+                   {{"role", "assistant"}, {"content", nullptr}}};
+  const Reply r = api().post("/v1/chat/completions", b);
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.body["object"], "chat.completion");
+  EXPECT_EQ(r.body["model"], "tiny");
+  EXPECT_EQ(r.body["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  EXPECT_TRUE(r.body["created"].is_number_integer());
+  const json& c = r.body["choices"][0];
+  EXPECT_EQ(c["index"], 0);
+  EXPECT_EQ(c["message"]["role"], "assistant");
+  EXPECT_TRUE(c["message"]["content"].is_string());
+  EXPECT_EQ(c["finish_reason"], "length");
+  const json& u = r.body["usage"];
+  EXPECT_EQ(u["completion_tokens"], 6);
+  EXPECT_EQ(u["total_tokens"], u["prompt_tokens"].get<int>() + 6);
+  EXPECT_TRUE(u["prompt_tokens_details"]["cached_tokens"].is_number_integer());
+}
+
+TEST_F(ServerHttp, SeveralChoicesAndSeveralPrompts) {
+  json b = chat_body("Once upon a time", 8);
+  b["n"] = 3;
+  b["temperature"] = 1.0;
+  b["seed"] = 7;
+  const Reply r = api().post("/v1/chat/completions", b);
+  ASSERT_EQ(r.status, 200) << r.text;
+  ASSERT_EQ(r.body["choices"].size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(r.body["choices"][i]["index"], i);
+  const Reply c = api().post("/v1/completions", json{{"prompt", {"Once upon", "The dog"}}, {"n", 2},
+                                                     {"max_tokens", 4}, {"temperature", 0}});
+  ASSERT_EQ(c.status, 200) << c.text;
+  ASSERT_EQ(c.body["choices"].size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(c.body["choices"][i]["index"], i);
+  EXPECT_EQ(c.body["choices"][0]["text"], c.body["choices"][1]["text"]);  // greedy: the same
+  EXPECT_EQ(c.body["usage"]["completion_tokens"], 16);
+}
+
+/// Greedy text and tokens of a completion.
+struct Greedy {
+  std::string text;
+  std::vector<std::string> tokens;
+  json usage;
+};
+
+Greedy greedy_completion(Api& a, const json& prompt, int n, json extra = json::object()) {
+  json b = {{"prompt", prompt}, {"max_tokens", n}, {"temperature", 0}, {"logprobs", 0}};
+  b.update(extra);
+  const Reply r = a.post("/v1/completions", b);
+  EXPECT_EQ(r.status, 200) << r.text;
+  Greedy g;
+  if (r.status != 200) return g;
+  g.text = r.body["choices"][0]["text"];
+  for (const json& t : r.body["choices"][0]["logprobs"]["tokens"]) g.tokens.push_back(t);
+  g.usage = r.body["usage"];
+  return g;
+}
+
+TEST_F(ServerHttp, StopStringsAreNeverEmittedEvenAcrossTokens) {
+  Api a = api();
+  const Greedy full = greedy_completion(a, "Once upon a time", 30);
+  ASSERT_GE(full.tokens.size(), 6u);
+  // A stop string made of the end of token 3 and the start of token 4.
+  size_t offset = 0;
+  for (size_t i = 0; i < 3; ++i) offset += full.tokens[i].size();
+  const std::string& t3 = full.tokens[3];
+  const std::string& t4 = full.tokens[4];
+  ASSERT_FALSE(t3.empty());
+  ASSERT_FALSE(t4.empty());
+  const std::string stop = t3.substr(t3.size() - 1) + t4.substr(0, 1);
+  const size_t first = full.text.find(stop);
+  ASSERT_NE(first, std::string::npos);
+  const Greedy cut = greedy_completion(a, "Once upon a time", 30, {{"stop", {stop, "never-there"}}});
+  EXPECT_EQ(cut.text, full.text.substr(0, first));
+  EXPECT_EQ(cut.text.find(stop), std::string::npos);
+  // The same through a stream.
+  const Reply s = a.post("/v1/completions", json{{"prompt", "Once upon a time"}, {"max_tokens", 30},
+                                                 {"temperature", 0}, {"stop", stop}, {"stream", true}});
+  ASSERT_EQ(s.status, 200);
+  bool done = false;
+  std::string streamed;
+  std::string finish;
+  for (const json& c : sse_chunks(s.text, &done)) {
+    streamed += c["choices"][0]["text"].get<std::string>();
+    if (c["choices"][0]["finish_reason"].is_string()) finish = c["choices"][0]["finish_reason"];
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(streamed, cut.text);
+  EXPECT_EQ(finish, "stop");
+}
+
+TEST_F(ServerHttp, PrefixCacheGivesTheSameGreedyOutput) {
+  Api a = api();
+  const std::string prompt = "The little dog ran to the park to see his friend";
+  const Greedy cold = greedy_completion(a, prompt, 12, {{"cache_prompt", false}});
+  const Greedy first = greedy_completion(a, prompt, 12);
+  const Greedy second = greedy_completion(a, prompt, 12);
+  EXPECT_EQ(cold.text, first.text);
+  EXPECT_EQ(first.text, second.text);
+  EXPECT_GT(second.usage["prompt_tokens_details"]["cached_tokens"].get<int>(), 0) << second.usage;
+  EXPECT_EQ(second.usage["prompt_tokens"], first.usage["prompt_tokens"]);
+}
+
+TEST_F(ServerHttp, ChatStreamFramesRoleDeltasUsageDone) {
+  Api a = api();
+  const json plain = a.post("/v1/chat/completions", chat_body("Tell me a story", 10)).body;
+  json b = chat_body("Tell me a story", 10);
+  b["stream"] = true;
+  b["stream_options"] = {{"include_usage", true}};
+  const Reply s = a.post("/v1/chat/completions", b);
+  ASSERT_EQ(s.status, 200) << s.text;
+  EXPECT_NE(s.headers.find("Content-Type")->second.find("text/event-stream"), std::string::npos);
+  bool done = false;
+  const std::vector<json> chunks = sse_chunks(s.text, &done);
+  EXPECT_TRUE(done);
+  ASSERT_GE(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0]["object"], "chat.completion.chunk");
+  EXPECT_EQ(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  int finishes = 0;
+  for (size_t i = 0; i + 1 < chunks.size(); ++i) {
+    EXPECT_EQ(chunks[i]["id"], chunks[0]["id"]);
+    EXPECT_TRUE(chunks[i].contains("usage") && chunks[i]["usage"].is_null());
+    const json& d = chunks[i]["choices"][0]["delta"];
+    if (d.contains("content")) text += d["content"].get<std::string>();
+    if (chunks[i]["choices"][0]["finish_reason"].is_string()) ++finishes;
+  }
+  EXPECT_EQ(finishes, 1);
+  EXPECT_EQ(text, plain["choices"][0]["message"]["content"]);
+  const json& last = chunks.back();
+  EXPECT_TRUE(last["choices"].empty());
+  EXPECT_EQ(last["usage"]["completion_tokens"], plain["usage"]["completion_tokens"]);
+}
+
+TEST_F(ServerHttp, LogprobsShapes) {
+  Api a = api();
+  json b = chat_body("Once upon a time", 5);
+  b["logprobs"] = true;
+  b["top_logprobs"] = 3;
+  const Reply r = a.post("/v1/chat/completions", b);
+  ASSERT_EQ(r.status, 200) << r.text;
+  const json& content = r.body["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 5u);
+  for (const json& t : content) {
+    EXPECT_TRUE(t["token"].is_string());
+    EXPECT_LE(t["logprob"].get<double>(), 0.0);
+    EXPECT_TRUE(t["bytes"].is_array());
+    ASSERT_EQ(t["top_logprobs"].size(), 3u);
+    EXPECT_TRUE(t["top_logprobs"][0].contains("token") && t["top_logprobs"][0].contains("bytes"));
+    EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>(), t["top_logprobs"][2]["logprob"].get<double>());
+    EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>() + 1e-5, t["logprob"].get<double>());  // greedy
+  }
+  const Reply c = a.post("/v1/completions", json{{"prompt", "Once upon a time"}, {"max_tokens", 5},
+                                                 {"temperature", 0}, {"logprobs", 2}});
+  ASSERT_EQ(c.status, 200) << c.text;
+  const json& lp = c.body["choices"][0]["logprobs"];
+  for (const char* k : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    ASSERT_TRUE(lp[k].is_array()) << k;
+    EXPECT_EQ(lp[k].size(), 5u) << k;
+  }
+  EXPECT_TRUE(lp["top_logprobs"][0].is_object());
+  EXPECT_LE(lp["top_logprobs"][0].size(), 2u);
+  EXPECT_EQ(lp["text_offset"][0], 0);
+  // Without the field: null.
+  EXPECT_TRUE(a.post("/v1/completions", json{{"prompt", "x"}, {"max_tokens", 2}}).body["choices"][0]["logprobs"].is_null());
+}
+
+TEST_F(ServerHttp, JsonSchemaOutputParses) {
+  json b = chat_body("Pick a color", 40);
+  b["response_format"] = {
+      {"type", "json_schema"},
+      {"json_schema",
+       {{"name", "pick"},
+        {"schema",
+         {{"type", "object"},
+          {"properties", {{"color", {{"enum", {"red", "green", "blue"}}}}, {"ok", {{"type", "boolean"}}}}},
+          {"required", {"color", "ok"}},
+          {"additionalProperties", false}}}}}};
+  const Reply r = api().post("/v1/chat/completions", b);
+  ASSERT_EQ(r.status, 200) << r.text;
+  const std::string content = r.body["choices"][0]["message"]["content"];
+  const json parsed = json::parse(content, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << content;
+  EXPECT_TRUE(parsed["color"] == "red" || parsed["color"] == "green" || parsed["color"] == "blue") << content;
+  EXPECT_TRUE(parsed["ok"].is_boolean()) << content;
+  EXPECT_EQ(r.body["choices"][0]["finish_reason"], "stop");
+  json bad = chat_body("x", 4);
+  bad["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", 5}}}}}};
+  expect_error(api().post("/v1/chat/completions", bad), 400);
+}
+
+TEST_F(ServerHttp, TokenizeDetokenizeApplyTemplate) {
+  Api a = api();
+  const Reply t = a.post("/tokenize", json{{"content", "Hello world"}});
+  ASSERT_EQ(t.status, 200) << t.text;
+  ASSERT_FALSE(t.body["tokens"].empty());
+  const Reply d = a.post("/detokenize", json{{"tokens", t.body["tokens"]}});
+  ASSERT_EQ(d.status, 200) << d.text;
+  EXPECT_EQ(d.body["content"], "Hello world");
+  const Reply bos = a.post("/tokenize", json{{"content", "Hello"}, {"add_special", true}, {"with_pieces", true}});
+  ASSERT_EQ(bos.status, 200);
+  EXPECT_EQ(bos.body["tokens"][0]["id"], 1);  // BOS of this vocabulary
+  EXPECT_TRUE(bos.body["tokens"][1].contains("piece"));
+  expect_error(a.post("/detokenize", json{{"tokens", {-1}}}), 400, "tokens");
+  expect_error(a.post("/tokenize", json{{"content", 5}}), 400, "content");
+  const Reply p = a.post("/apply-template", json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}});
+  ASSERT_EQ(p.status, 200) << p.text;
+  EXPECT_NE(p.body["prompt"].get<std::string>().find("Hi"), std::string::npos);
+}
+
+TEST_F(ServerHttp, LlamaCompletionAndItsStream) {
+  Api a = api();
+  const Reply r = a.post("/completion", json{{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0},
+                                             {"n_probs", 2}});
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_TRUE(r.body["content"].is_string());
+  EXPECT_EQ(r.body["tokens_predicted"], 6);
+  EXPECT_GT(r.body["tokens_evaluated"].get<int>(), 0);
+  EXPECT_EQ(r.body["stop"], true);
+  EXPECT_EQ(r.body["stopped_limit"], true);
+  EXPECT_EQ(r.body["stopped_eos"], false);
+  EXPECT_TRUE(r.body["timings"].contains("predicted_per_second"));
+  ASSERT_EQ(r.body["completion_probabilities"].size(), 6u);
+  EXPECT_EQ(r.body["completion_probabilities"][0]["top_logprobs"].size(), 2u);
+  const Reply s = a.post("/completion", json{{"prompt", "Once upon a time"}, {"n_predict", 6},
+                                             {"temperature", 0}, {"stream", true}});
+  ASSERT_EQ(s.status, 200);
+  bool done = false;
+  const std::vector<json> chunks = sse_chunks(s.text, &done);
+  ASSERT_FALSE(chunks.empty());
+  std::string text;
+  for (const json& c : chunks) text += c["content"].get<std::string>();
+  EXPECT_EQ(text, r.body["content"]);
+  EXPECT_EQ(chunks.back()["stop"], true);
+  EXPECT_EQ(chunks.back()["tokens_predicted"], 6);
+}
+
+TEST_F(ServerHttp, Embeddings) {
+  const Reply r = api().post("/v1/embeddings", json{{"input", {"a cat", "a dog"}}});
+  ASSERT_EQ(r.status, 200) << r.text;
+  ASSERT_EQ(r.body["data"].size(), 2u);
+  const json& v = r.body["data"][1]["embedding"];
+  ASSERT_GT(v.size(), 0u);
+  double norm = 0;
+  for (const json& x : v) norm += x.get<double>() * x.get<double>();
+  EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-3);
+  EXPECT_EQ(r.body["data"][1]["index"], 1);
+  EXPECT_GT(r.body["usage"]["prompt_tokens"].get<int>(), 0);
+}
+
+TEST_F(ServerHttp, MetricsText) {
+  Api a = api();
+  ASSERT_EQ(a.post("/v1/chat/completions", chat_body("Hello", 3)).status, 200);
+  const Reply m = a.get("/metrics");
+  ASSERT_EQ(m.status, 200);
+  for (const char* s : {"tessera_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"}",
+                        "tessera_prompt_tokens_total", "tessera_cached_tokens_total",
+                        "tessera_generated_tokens_total", "tessera_requests_running", "tessera_requests_waiting",
+                        "tessera_kv_cells_used", "tessera_time_to_first_token_seconds_bucket{le=\"+Inf\"}",
+                        "tessera_time_per_output_token_seconds_count", "tessera_request_duration_seconds_sum"}) {
+    EXPECT_NE(m.text.find(s), std::string::npos) << s;
+  }
+  EXPECT_NE(server_->log().find("POST /v1/chat/completions 200 prompt="), std::string::npos);
+}
+
+TEST_F(ServerHttp, AClientThatLeavesAStreamFreesItsSlot) {
+  Api a = api();
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.headers = {{"Authorization", std::string("Bearer ") + kKey}, {"Content-Type", "application/json"}};
+  req.body = json{{"prompt", "Once"}, {"max_tokens", 100}, {"ignore_eos", true}, {"stream", true}}.dump();
+  int chunks = 0;
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 2; };
+  (void)a.client().send(req);  // stops reading after the first chunk and closes
+  bool idle = false;
+  for (int i = 0; i < 100 && !idle; ++i) {
+    const Reply s = a.get("/slots");
+    idle = s.status == 200;
+    for (const json& slot : s.body) idle = idle && !slot["is_processing"].get<bool>();
+    if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(idle) << "the abandoned stream still holds a slot";
+}
+
+std::unique_ptr<ServerProcess> start_server(const std::vector<std::string>& extra) {
+  const std::string model = test::shared_file("models/stories260K.gguf");
+  std::vector<std::string> args = {"-m", model, "-t", "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::string error;
+  auto s = ServerProcess::start(args, &error);
+  EXPECT_TRUE(s) << error;
+  return s;
+}
+
+TEST(ServerHttpLimits, QueueFullIs429) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  auto server = start_server({"-np", "1", "--max-queue", "1"});
+  ASSERT_TRUE(server);
+  const json body = {{"prompt", "Once"}, {"max_tokens", 100}, {"ignore_eos", true}};
+  std::vector<int> statuses(8, -1);
+  std::vector<std::thread> clients;
+  std::vector<Reply> replies(statuses.size());
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    clients.emplace_back([&, i] { replies[i] = Api(server->port(), "").post("/v1/completions", body); });
+  }
+  for (std::thread& t : clients) t.join();
+  int ok = 0, full = 0;
+  for (const Reply& r : replies) {
+    if (r.status == 200) ++ok;
+    if (r.status == 429) {
+      ++full;
+      expect_error(r, 429);
+    }
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(full, 1);
+  EXPECT_EQ(ok + full, int(replies.size()));
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+TEST(ServerHttpLimits, CorsNoWebuiTimeout) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  auto server = start_server({"--cors", "http://example.com", "--no-webui", "--timeout", "0.2", "-np", "1"});
+  ASSERT_TRUE(server);
+  Api a(server->port(), "");
+  const Reply pre = a.send("OPTIONS", "/v1/chat/completions",
+                           {{"Origin", "http://example.com"}, {"Access-Control-Request-Method", "POST"}});
+  EXPECT_EQ(pre.status, 204);
+  auto origin = pre.headers.find("Access-Control-Allow-Origin");
+  ASSERT_NE(origin, pre.headers.end());
+  EXPECT_EQ(origin->second, "http://example.com");
+  EXPECT_NE(pre.headers.find("Access-Control-Allow-Headers"), pre.headers.end());
+  EXPECT_NE(a.get("/health").headers.find("Access-Control-Allow-Origin"), pre.headers.end());
+  expect_error(a.get("/"), 404);
+  const Reply slow = a.post("/completion", json{{"prompt", "Once"}, {"n_predict", 110}, {"ignore_eos", true}});
+  ASSERT_EQ(slow.status, 200) << slow.text;
+  EXPECT_EQ(slow.body["stopped_limit"], true);
+  if (slow.body["tokens_predicted"].get<int>() < 110) {
+    EXPECT_TRUE(server->wait_for_log("(timeout)", std::chrono::seconds(5))) << server->log();
+  }
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+TEST(ServerHttpLimits, SigtermDuringAStreamExitsZero) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  auto server = start_server({"-np", "1"});
+  ASSERT_TRUE(server);
+  std::atomic<bool> got_data{false};
+  std::thread client([&] {
+    httplib::Client cli("127.0.0.1", server->port());
+    cli.set_read_timeout(60, 0);
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.headers = {{"Content-Type", "application/json"}};
+    req.body = json{{"prompt", "Once"}, {"max_tokens", 110}, {"ignore_eos", true}, {"stream", true}}.dump();
+    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+      got_data = true;
+      return true;
+    };
+    (void)cli.send(req);
+  });
+  for (int i = 0; i < 500 && !got_data; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server->stop(), 0) << server->log();
+  client.join();
+  EXPECT_EQ(ServerProcess::http_get_status(server->port(), "/health", std::chrono::milliseconds(500)), -1);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,107 @@
+// `tessera serve`: the HTTP server (OpenAI-compatible and llama.cpp-compatible APIs, a web
+// chat page) over the serving engine. The flags fill a ServerOptions; tools/server/ does
+// the rest (docs/server.md).
+#include <memory>
+
+#include "commands.h"
+#include "server/server_options.h"
+
+namespace tessera::cli {
+namespace {
+
+struct ServeFlags {
+  server::ServerOptions o;
+  std::string api_key_file;
+  bool no_webui = false;
+  bool no_prefix_cache = false;
+};
+
+int run_serve(ServeFlags& f) {
+  if (!f.api_key_file.empty()) {
+    Result<std::vector<std::string>> keys = server::read_api_key_file(f.api_key_file);
+    if (!keys) return fail(keys.status().message());
+    f.o.api_keys.insert(f.o.api_keys.end(), keys->begin(), keys->end());
+  }
+  for (const std::string& k : f.o.api_keys) {
+    if (k.empty()) return fail("--api-key: a key must not be empty");
+  }
+  f.o.webui = !f.no_webui;
+  f.o.prefix_cache = !f.no_prefix_cache;
+  return server::run_server(f.o);
+}
+
+void add_network_flags(CLI::App* cmd, ServeFlags& f) {
+  cmd->add_option("--host", f.o.host, "address to listen on (loopback by default; 0.0.0.0 exposes the server)")
+      ->capture_default_str();
+  cmd->add_option("--port", f.o.port, "TCP port; 0 picks a free one (the 'listening on' line says which)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", f.o.api_keys,
+                  "require this key ('Authorization: Bearer KEY' or 'X-Api-Key: KEY') on every endpoint but "
+                  "/health and the web page; repeat for several keys")
+      ->allow_extra_args(false);
+  cmd->add_option("--api-key-file", f.api_key_file, "file of API keys, one a line ('#' starts a comment line)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--cors", f.o.cors_origin,
+                  "allow browsers on ORIGIN (or *) to call the API: CORS headers and OPTIONS preflight answers");
+  cmd->add_option("--max-body", f.o.max_body_bytes, "largest request body in bytes; larger ones get 413")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t(1024), size_t(1) << 30));
+  cmd->add_flag("--no-webui", f.no_webui, "do not serve the web chat page (GET / answers 404)");
+  cmd->add_flag("--metrics", f.o.metrics, "serve Prometheus metrics at GET /metrics (without: 501)");
+}
+
+void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
+  cmd->add_option("-m,--model", f.o.model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--parallel", f.o.n_parallel, "(also -np) sequences decoded together (slots); a request "
+                                               "with n choices takes n")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 32));
+  cmd->add_option("-c,--ctx-size", f.o.ctx,
+                  "KV cache cells in all; alone it gives each slot c / np cells; with --ctx-per-seq it must be "
+                  "at least np x ctx-per-seq (the rest holds cached prefixes)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+  cmd->add_option("--ctx-per-seq", f.o.ctx_per_seq,
+                  "cells one request may use, prompt and output (default: from -c, else the model's training "
+                  "context, at most 4096)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+  cmd->add_option("-b,--batch-budget", f.o.batch_budget, "tokens decoded per step (generating tokens + prompt chunks)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd->add_option("-t,--threads", f.o.threads, "CPU threads")->check(CLI::Range(1, 512));
+  cmd->add_option("--max-queue", f.o.max_queue, "requests that may wait for a slot; more get 429")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("--timeout", f.o.timeout_s,
+                  "seconds a request may take; then it is cancelled and answered with what it has, "
+                  "finish_reason \"length\" (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e7));
+  cmd->add_option("--alias", f.o.alias, "the model's name in responses and /v1/models (default: the file name)");
+  cmd->add_option("--chat-template", f.o.chat_template,
+                  "chat template family instead of the model's own (see 'tessera chat --help' for names)");
+  cmd->add_flag("--embeddings", f.o.embeddings, "answer POST /v1/embeddings (without: 501)");
+  cmd->add_flag("--no-prefix-cache", f.no_prefix_cache,
+                "do not keep finished requests' cells to reuse as prompt prefixes");
+}
+
+}  // namespace
+
+Command add_serve(CLI::App& app) {
+  auto f = std::make_shared<ServeFlags>();
+  f->o.threads = default_threads();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Serve a model over HTTP: OpenAI's /v1/chat/completions, /v1/completions, /v1/embeddings,\n"
+      "/v1/models; llama.cpp's /completion, /tokenize, /detokenize, /apply-template, /props,\n"
+      "/slots; /health, /metrics and a web chat page at /. Requests are decoded together\n"
+      "(continuous batching) with a shared prefix cache. Once the socket is bound it prints\n"
+      "'tessera serve: listening on http://HOST:PORT' to stderr, then loads the model (/health\n"
+      "answers 503 until it is ready). One log line per request on stderr. SIGINT or SIGTERM\n"
+      "stop it: in-flight requests are cancelled, the exit status is 0. See docs/server.md.");
+  add_engine_flags(cmd, *f);
+  add_network_flags(cmd, *f);
+  return {cmd, [f] { return run_serve(*f); }};
+}
+
+}  // namespace tessera::cli

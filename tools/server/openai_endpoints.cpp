@@ -1,0 +1,164 @@
+// POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models.
+#include <httplib.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "server/connection_watch.h"
+#include "server/endpoints.h"
+#include "server/errors.h"
+#include "server/openai_responses.h"
+#include "server/request_decode.h"
+#include "server/server_context.h"
+
+namespace tessera::server {
+
+using nlohmann::json;
+
+void send_json(httplib::Response& res, const json& body, int status) {
+  res.status = status;
+  res.set_content(dump_json(body), "application/json; charset=utf-8");
+}
+
+int64_t unix_time() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+
+/// Shared by the two OpenAI text endpoints: decode, submit, answer or stream.
+void run_openai(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, Dialect dialect) {
+  ctx.require_ready();
+  const json body = parse_body(req.body);
+  ctx.check_model(Fields(body));
+  const Job job = decode_job(body, dialect, ctx);
+  const bool chat = dialect == Dialect::Chat;
+  const ResponseMeta meta{ctx.make_id(chat ? "chatcmpl-" : "cmpl-"), unix_time(), ctx.model_name};
+  auto run = std::make_shared<JobRun>(ctx, job);
+  const bool logprobs = job.request.logprobs;
+  if (job.stream) {
+    auto fmt = chat ? chat_stream_formatter(meta, logprobs, job.include_usage, ctx.tokenizer())
+                    : completion_stream_formatter(meta, logprobs, job.include_usage, ctx.tokenizer());
+    stream_response(req, res, ctx, run, fmt);
+    return;
+  }
+  ConnectionWatch watch(req);
+  const JobOutput out = collect(*run, ctx, watch);
+  send_json(res, chat ? chat_response(meta, out, logprobs, run->timed_out(), ctx.tokenizer())
+                      : completion_response(meta, out, logprobs, run->timed_out(), ctx.tokenizer()));
+}
+
+/// `input` of /v1/embeddings: a string, strings, token ids, or lists of token ids.
+std::vector<std::vector<TokenId>> embedding_inputs(const Fields& body, const ServerContext& ctx) {
+  const json* in = body.get("input");
+  if (!in) in = body.get("content");  // llama.cpp's name
+  if (!in) throw bad_field("input", "'input' is required");
+  const Tokenizer& tok = ctx.tokenizer();
+  auto encode = [&](const std::string& text, const std::string& param) {
+    std::vector<TokenId> ids = tok.encode(text, true, true);
+    if (ids.empty()) throw bad_field(param, "'" + param + "' is empty: it has no tokens");
+    return ids;
+  };
+  if (in->is_string()) return {encode(in->get<std::string>(), "input")};
+  if (!in->is_array() || in->empty()) throw bad_field("input", "'input' must be a string or a non-empty array");
+  if ((*in)[0].is_number_integer()) return {decode_token_list(*in, "input", tok.n_vocab())};
+  if (in->size() > 256) throw bad_field("input", "'input' lists more than 256 inputs");
+  std::vector<std::vector<TokenId>> out;
+  for (size_t i = 0; i < in->size(); ++i) {
+    const std::string param = "input[" + std::to_string(i) + "]";
+    const json& e = (*in)[i];
+    if (e.is_string()) out.push_back(encode(e.get<std::string>(), param));
+    else if (e.is_array()) out.push_back(decode_token_list(e, param, tok.n_vocab()));
+    else throw bad_field(param, "'" + param + "' must be a string or a list of token ids, not " + type_words(e));
+  }
+  return out;
+}
+
+std::string base64(const std::vector<float>& v) {
+  static const char* kDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes(v.size() * sizeof(float), '\0');
+  if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());  // little-endian hosts
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t w = 0;
+    for (size_t k = 0; k < 3; ++k) w = (w << 8) | (k < n ? uint8_t(bytes[i + k]) : 0u);
+    for (size_t k = 0; k < 4; ++k) out += k <= n ? kDigits[(w >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
+}
+
+Job embedding_job(const Fields& body, const ServerContext& ctx) {
+  Job job;
+  job.prompts = embedding_inputs(body, ctx);
+  job.request.embedding = true;
+  job.request.max_tokens = 0;
+  if (const std::optional<std::string> pooling = body.string("pooling")) {
+    Result<Pooling> p = parse_pooling(*pooling);
+    if (!p) throw bad_field("pooling", "'pooling': " + p.status().message());
+    job.request.pooling = *p;
+  }
+  job.request.normalize = body.boolean("normalize").value_or(true);
+  return job;
+}
+
+}  // namespace
+
+void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  run_openai(ctx, req, res, Dialect::Chat);
+}
+
+void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  run_openai(ctx, req, res, Dialect::Completion);
+}
+
+void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (!ctx.options.embeddings) throw not_supported("this server does not compute embeddings: start it with --embeddings");
+  ctx.require_ready();
+  const json body_json = parse_body(req.body);
+  const Fields body(body_json);
+  ctx.check_model(body);
+  const std::string format = body.string("encoding_format").value_or("float");
+  if (format != "float" && format != "base64") {
+    throw bad_field("encoding_format", "'encoding_format' must be float or base64, not \"" + format + "\"");
+  }
+  const Job job = embedding_job(body, ctx);
+  JobRun run(ctx, job);
+  ConnectionWatch watch(req);
+  const JobOutput out = collect(run, ctx, watch);
+  json data = json::array();
+  for (size_t i = 0; i < job.prompts.size(); ++i) {
+    const std::vector<float> v = run.embedding(i);
+    data.push_back({{"object", "embedding"}, {"index", i},
+                    {"embedding", format == "base64" ? json(base64(v)) : json(v)}});
+  }
+  send_json(res, {{"object", "list"}, {"data", data}, {"model", ctx.model_name},
+                  {"usage", {{"prompt_tokens", out.usage.prompt_tokens}, {"total_tokens", out.usage.prompt_tokens}}}});
+}
+
+namespace {
+
+json model_json(const ServerContext& ctx) {
+  json model = {{"id", ctx.model_name}, {"object", "model"}, {"created", unix_time()}, {"owned_by", "tessera"}};
+  const ModelInfo& info = ctx.model->info();
+  model["meta"] = {{"n_vocab", info.n_vocab}, {"n_ctx_train", info.n_ctx_train}, {"n_embd", info.n_embd},
+                   {"n_params", info.n_params}, {"size", info.weight_bytes}};
+  return model;
+}
+
+}  // namespace
+
+void handle_models(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+  ctx.require_ready();
+  send_json(res, {{"object", "list"}, {"data", json::array({model_json(ctx)})}});
+}
+
+void handle_model(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  ctx.require_ready();
+  const std::string prefix = req.path.rfind("/v1/", 0) == 0 ? "/v1/models/" : "/models/";
+  ctx.check_model_name(httplib::detail::decode_url(req.path.substr(prefix.size()), false));
+  send_json(res, model_json(ctx));
+}
+
+}  // namespace tessera::server

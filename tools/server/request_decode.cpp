@@ -1,0 +1,206 @@
+// Prompts (chat messages through the chat template, completion prompts in each form the
+// APIs allow), n, streaming and log-probability fields.
+#include "server/request_decode.h"
+
+#include "server/errors.h"
+#include "server/server_context.h"
+
+namespace tessera::server {
+namespace {
+
+std::string at(const std::string& param, size_t i) { return param + "[" + std::to_string(i) + "]"; }
+
+std::string message_content(const json& content, const std::string& param) {
+  if (content.is_null()) return {};
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) {
+    throw bad_field(param, "'" + param + "' must be a string or an array of text parts, not " +
+                               type_words(content));
+  }
+  std::string text;
+  for (size_t j = 0; j < content.size(); ++j) {
+    const std::string part_name = at(param, j);
+    const json& part = content[j];
+    if (!part.is_object()) throw bad_field(part_name, "'" + part_name + "' must be an object");
+    const Fields f(part, part_name + ".");
+    const std::string type = f.string("type").value_or("");
+    if (type != "text") {
+      throw bad_field(f.name("type"), "'" + f.name("type") + "': only \"text\" parts are supported" +
+                                          (type.empty() ? std::string() : " (not \"" + type + "\")"));
+    }
+    const std::optional<std::string> t = f.string("text");
+    if (!t) throw bad_field(f.name("text"), "'" + f.name("text") + "' is required");
+    text += *t;
+  }
+  return text;
+}
+
+/// A prompt given as text: tokenized with the special tokens the vocabulary asks for
+/// (BOS) and with special-token texts parsed.
+std::vector<TokenId> encode_prompt(const ServerContext& ctx, const std::string& text, const std::string& param) {
+  std::vector<TokenId> ids = ctx.tokenizer().encode(text, /*add_special=*/true, /*parse_special=*/true);
+  if (ids.empty()) throw bad_field(param, "'" + param + "' is empty: it has no tokens");
+  return ids;
+}
+
+std::vector<std::vector<TokenId>> chat_prompt(const Fields& body, const ServerContext& ctx) {
+  const std::vector<ChatMessage> messages = decode_messages(body);
+  return {encode_prompt(ctx, ctx.chat_template->format(messages, true), "messages")};
+}
+
+bool all_integers(const json& a) {
+  for (const json& v : a) {
+    if (!v.is_number_integer()) return false;
+  }
+  return true;
+}
+
+/// /v1/completions `prompt`: a string, a list of strings, a list of token ids, or a list
+/// of lists of token ids.
+std::vector<std::vector<TokenId>> completion_prompts(const Fields& body, const ServerContext& ctx) {
+  const json* p = body.get("prompt");
+  if (!p) throw bad_field("prompt", "'prompt' is required");
+  const int32_t n_vocab = ctx.tokenizer().n_vocab();
+  if (p->is_string()) return {encode_prompt(ctx, p->get<std::string>(), "prompt")};
+  if (!p->is_array()) throw bad_field("prompt", "'prompt' must be a string or an array, not " + type_words(*p));
+  if (p->empty()) throw bad_field("prompt", "'prompt' is an empty array");
+  if (all_integers(*p)) return {decode_token_list(*p, "prompt", n_vocab)};
+  constexpr size_t kMaxPrompts = 64;
+  if (p->size() > kMaxPrompts) {
+    throw bad_field("prompt", "'prompt' lists more than " + std::to_string(kMaxPrompts) + " prompts");
+  }
+  std::vector<std::vector<TokenId>> prompts;
+  for (size_t i = 0; i < p->size(); ++i) {
+    const json& e = (*p)[i];
+    if (e.is_string()) {
+      prompts.push_back(encode_prompt(ctx, e.get<std::string>(), at("prompt", i)));
+    } else if (e.is_array()) {
+      prompts.push_back(decode_token_list(e, at("prompt", i), n_vocab));
+    } else {
+      throw bad_field(at("prompt", i), "'" + at("prompt", i) + "' must be a string or a list of token ids, not " +
+                                           type_words(e));
+    }
+  }
+  return prompts;
+}
+
+/// /completion `prompt`: a string, or a list mixing token ids and strings (strings are
+/// tokenized without BOS, as llama.cpp does).
+std::vector<std::vector<TokenId>> llama_prompt(const Fields& body, const ServerContext& ctx) {
+  const json* p = body.get("prompt");
+  if (!p) throw bad_field("prompt", "'prompt' is required");
+  if (p->is_string()) return {encode_prompt(ctx, p->get<std::string>(), "prompt")};
+  if (!p->is_array()) throw bad_field("prompt", "'prompt' must be a string or an array, not " + type_words(*p));
+  std::vector<TokenId> ids;
+  for (size_t i = 0; i < p->size(); ++i) {
+    const json& e = (*p)[i];
+    if (e.is_string()) {
+      const std::vector<TokenId> part = ctx.tokenizer().encode(e.get<std::string>(), false, true);
+      ids.insert(ids.end(), part.begin(), part.end());
+    } else if (e.is_number_integer()) {
+      ids.push_back(decode_token_list(json::array({e}), "prompt", ctx.tokenizer().n_vocab())[0]);
+    } else {
+      throw bad_field("prompt", "'" + at("prompt", i) + "' must be a token id or a string, not " + type_words(e));
+    }
+  }
+  if (ids.empty()) throw bad_field("prompt", "'prompt' is empty: it has no tokens");
+  return {ids};
+}
+
+void decode_stream(const Fields& body, Job& job) {
+  job.stream = body.boolean("stream").value_or(false);
+  const json* so = body.object("stream_options");
+  if (so) job.include_usage = Fields(*so, "stream_options.").boolean("include_usage").value_or(false);
+}
+
+void decode_logprobs(const Fields& body, Dialect dialect, serving::GenerationRequest& r) {
+  const int max_probs = serving::Engine::kMaxProbs;
+  if (dialect == Dialect::Chat) {
+    r.logprobs = body.boolean("logprobs").value_or(false);
+    const std::optional<int64_t> top = body.integer("top_logprobs", 0, max_probs);
+    if (top && *top > 0 && !r.logprobs) {
+      throw bad_field("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    }
+    r.n_probs = int(top.value_or(0));
+  } else if (dialect == Dialect::Completion) {
+    const std::optional<int64_t> lp = body.integer("logprobs", 0, max_probs);
+    r.logprobs = lp.has_value();
+    r.n_probs = int(lp.value_or(0));
+  } else {
+    r.n_probs = int(body.integer("n_probs", 0, max_probs).value_or(0));
+    r.logprobs = r.n_probs > 0;
+  }
+}
+
+}  // namespace
+
+std::vector<TokenId> decode_token_list(const json& v, const std::string& param, int32_t n_vocab) {
+  if (!v.is_array()) throw bad_field(param, "'" + param + "' must be an array of token ids, not " + type_words(v));
+  if (v.empty()) throw bad_field(param, "'" + param + "' is an empty list of tokens");
+  std::vector<TokenId> ids;
+  ids.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& e = v[i];
+    if (!e.is_number_integer()) {
+      throw bad_field(param, "'" + at(param, i) + "' must be a token id (an integer), not " + type_words(e));
+    }
+    const bool in_range = e.is_number_unsigned() ? e.get<uint64_t>() < uint64_t(n_vocab)
+                                                 : (e.get<int64_t>() >= 0 && e.get<int64_t>() < n_vocab);
+    if (!in_range) {
+      throw bad_field(param, "'" + at(param, i) + "': token id out of range (the vocabulary has " +
+                                 std::to_string(n_vocab) + " tokens)");
+    }
+    ids.push_back(TokenId(e.get<int64_t>()));
+  }
+  return ids;
+}
+
+std::vector<ChatMessage> decode_messages(const Fields& body) {
+  const json* m = body.array("messages");
+  if (!m) throw bad_field("messages", "'messages' is required");
+  if (m->empty()) throw bad_field("messages", "'messages' is empty");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < m->size(); ++i) {
+    const std::string name = at("messages", i);
+    if (!(*m)[i].is_object()) throw bad_field(name, "'" + name + "' must be an object");
+    const Fields f((*m)[i], name + ".");
+    const std::optional<std::string> role = f.string("role");
+    if (!role) throw bad_field(f.name("role"), "'" + f.name("role") + "' is required");
+    ChatMessage msg;
+    msg.role = *role == "developer" ? "system" : *role;
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
+      throw bad_field(f.name("role"), "'" + f.name("role") + "' must be system, developer, user or assistant, not \"" +
+                                          *role + "\"");
+    }
+    const auto it = (*m)[i].find("content");
+    if (it == (*m)[i].end() && msg.role != "assistant") {
+      throw bad_field(f.name("content"), "'" + f.name("content") + "' is required");
+    }
+    if (it != (*m)[i].end()) msg.content = message_content(*it, f.name("content"));
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx) {
+  const Fields body(body_json);
+  Job job;
+  switch (dialect) {
+    case Dialect::Chat: job.prompts = chat_prompt(body, ctx); break;
+    case Dialect::Completion: job.prompts = completion_prompts(body, ctx); break;
+    case Dialect::Llama: job.prompts = llama_prompt(body, ctx); break;
+  }
+  decode_stream(body, job);
+  if (dialect != Dialect::Llama) {
+    job.request.n_choices = int(body.integer("n", 1, 128).value_or(1));
+  }
+  decode_logprobs(body, dialect, job.request);
+  decode_generation_fields(body, dialect, ctx, job.request);
+  if (dialect == Dialect::Chat) {
+    const std::string_view marker = ctx.chat_template->end_marker();
+    if (!marker.empty()) job.request.stop.emplace_back(marker);
+  }
+  return job;
+}
+
+}  // namespace tessera::server

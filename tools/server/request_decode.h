@@ -1,0 +1,46 @@
+// Request bodies -> what the engine runs. One Job per HTTP request: one engine request
+// per prompt (a /v1/completions list of prompts gives several), each with `n` choices.
+// Every function throws a 400 ApiError naming the first bad field.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "server/json_fields.h"
+#include "tessera/chat.h"
+#include "tessera/serving.h"
+
+namespace tessera::server {
+
+struct ServerContext;
+
+struct Job {
+  std::vector<std::vector<TokenId>> prompts;  // one engine request each
+  serving::GenerationRequest request;         // everything but the prompt
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+/// Which API's field names and defaults apply.
+enum class Dialect {
+  Chat,        // POST /v1/chat/completions
+  Completion,  // POST /v1/completions
+  Llama,       // POST /completion
+};
+
+/// The messages of a chat request (`messages`: roles system/developer/user/assistant;
+/// content a string, null, or an array of {type:"text", text} parts).
+std::vector<ChatMessage> decode_messages(const Fields& body);
+
+/// The whole request for `dialect`.
+Job decode_job(const json& body, Dialect dialect, const ServerContext& ctx);
+
+/// Sampling, stop strings, limits and grammar of a request (every dialect), into `r`.
+/// sampling_decode.cpp.
+void decode_generation_fields(const Fields& body, Dialect dialect, const ServerContext& ctx,
+                              serving::GenerationRequest& r);
+
+/// A list of token ids (`param` names the field), each checked against the vocabulary.
+std::vector<TokenId> decode_token_list(const json& v, const std::string& param, int32_t n_vocab);
+
+}  // namespace tessera::server

@@ -1,0 +1,47 @@
+#include "server/server_context.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "server/errors.h"
+#include "server/json_fields.h"
+#include "server/request_log.h"
+
+namespace tessera::server {
+
+RequestLog& request_log() {
+  thread_local RequestLog log;
+  return log;
+}
+
+void ServerContext::require_ready() const {
+  switch (state.load(std::memory_order_acquire)) {
+    case ServerState::Ready: return;
+    case ServerState::Loading: throw unavailable("the model is still loading", "loading_model");
+    case ServerState::ShuttingDown: throw unavailable("the server is shutting down", "shutting_down");
+  }
+}
+
+void ServerContext::check_model(const Fields& body) const {
+  const std::optional<std::string> name = body.string("model");
+  if (name && !name->empty()) check_model_name(*name);
+}
+
+void ServerContext::check_model_name(const std::string& name) const {
+  if (name == model_name || name == model_file || name == options.model) return;
+  ApiError e = not_found("the model '" + name + "' does not exist: this server serves '" + model_name + "'",
+                         "model_not_found");
+  e.param = "model";
+  throw e;
+}
+
+std::string ServerContext::make_id(const char* prefix) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s%016llx%06llx", prefix, static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(next_id.fetch_add(1) & 0xffffff));
+  return buf;
+}
+
+}  // namespace tessera::server

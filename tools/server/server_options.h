@@ -1,0 +1,47 @@
+// What `tessera serve` was asked to do (tools/cli/cmd_serve.cpp fills it from the flags).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/serving.h"
+#include "tessera/status.h"
+
+namespace tessera::server {
+
+struct ServerOptions {
+  std::string model;  // GGUF file
+  std::string host = "127.0.0.1";
+  int port = 8080;    // 0: any free port
+  int n_parallel = 4;
+  int64_t ctx = 0;          // -c: cells of the whole cache (0: n_parallel x ctx_per_seq)
+  int64_t ctx_per_seq = 0;  // --ctx-per-seq (0: from -c, or the model's, at most 4096)
+  int64_t batch_budget = 512;
+  int threads = 2;
+  std::vector<std::string> api_keys;  // --api-key (and the lines of --api-key-file)
+  bool metrics = false;
+  int max_queue = 64;
+  double timeout_s = 0;  // 0: no limit
+  std::string alias;     // the model's name in responses (default: the file name)
+  std::string chat_template;
+  bool embeddings = false;
+  std::string cors_origin;  // empty: no CORS headers
+  bool webui = true;
+  bool prefix_cache = true;
+  size_t max_body_bytes = size_t(8) << 20;
+};
+
+/// The engine's parameters for `o`: -c alone gives each sequence c / np cells; with
+/// --ctx-per-seq too, c must be at least np x ctx_per_seq. Errors say which flag is wrong.
+Result<serving::EngineParams> engine_params(const ServerOptions& o);
+
+/// Reads API keys from a file: one a line; blank lines and lines starting with '#' are
+/// skipped, surrounding spaces trimmed.
+Result<std::vector<std::string>> read_api_key_file(const std::string& path);
+
+/// Runs the server until SIGINT or SIGTERM; the process exit status (0 after a signal).
+int run_server(const ServerOptions& options);
+
+}  // namespace tessera::server
