@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The node clients of `tessera serve`: the official openai SDK (openai.test.mjs), the
+# page's logic (webui_logic.test.mjs) and the page in Chromium (webui.test.mjs).
+#
+#   tests/server/run_node_tests.sh path/to/tessera
+#
+# Environment: TESSERA_SHARED (default: ../shared next to the repository; the model is
+# $TESSERA_SHARED/models/stories260K.gguf), TESSERA_TEST_OUT (logs and the screenshot).
+# Exit 77 (skipped) when node/npm are missing, `npm ci` fails (no registry) or the model
+# is missing; non-zero when a test fails.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+skip() { echo "SKIP: $*"; exit 77; }
+
+[ $# -ge 1 ] || { echo "usage: $0 TESSERA_BINARY" >&2; exit 2; }
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+[ -x "$bin" ] || { echo "not an executable: $1" >&2; exit 2; }
+
+export TESSERA_BIN="$bin"
+export TESSERA_SHARED="${TESSERA_SHARED:-$root/../shared}"
+export TESSERA_TEST_OUT="${TESSERA_TEST_OUT:-$root/build/test-out}"
+mkdir -p "$TESSERA_TEST_OUT"
+model="$TESSERA_SHARED/models/stories260K.gguf"
+[ -f "$model" ] || skip "model missing: $model"
+
+command -v node >/dev/null 2>&1 || skip "node is not installed"
+command -v npm >/dev/null 2>&1 || skip "npm is not installed"
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge 18 ] || skip "node $(node --version) is too old (18 or newer needed)"
+
+cd "$here" || exit 2
+# Install only when node_modules is absent or older than the lock file.
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
+  echo "npm ci in $here"
+  if ! timeout 300 npm ci --no-audit --no-fund > "$TESSERA_TEST_OUT/npm-ci.log" 2>&1; then
+    tail -n 20 "$TESSERA_TEST_OUT/npm-ci.log"
+    rm -rf node_modules  # half installed: try again next time
+    skip "npm ci failed (no registry?); log: $TESSERA_TEST_OUT/npm-ci.log"
+  fi
+  touch node_modules
+fi
+
+tests=(webui_logic.test.mjs openai.test.mjs)
+if [ -x /usr/bin/chromium ]; then
+  tests+=(webui.test.mjs)
+else
+  echo "SKIP: webui.test.mjs (no /usr/bin/chromium)"
+fi
+
+# One file at a time (each starts its own servers; the machine may have 2 cores). Every
+# test has its own timeout in the files; each file is bounded here too.
+failed=()
+for t in "${tests[@]}"; do
+  echo "== node --test $t"
+  timeout -k 10 240 node --test "$t"
+  rc=$?
+  [ $rc -eq 124 ] && echo "FAIL: $t ran past 240 s"
+  [ $rc -eq 0 ] || failed+=("$t")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "node tests FAILED: ${failed[*]} (server logs in $TESSERA_TEST_OUT)"
+  exit 1
+fi
+echo "node tests: all passed"
