@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages tessera builds with (skips what is already there).
+# --tests: also what the tests drive (a terminal, curl, node + npm, Chromium).
 set -euo pipefail
 packages=(cmake make g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-          libcli11-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev
-          tmux      # the test that drives `tessera chat` in a real terminal
-          curl      # the server's curl test
-          chromium) # the web page's test (driven by playwright-core from npm)
-# node and npm run the server's client tests (the openai package); a machine that has
-# them from elsewhere keeps its own, since Debian's npm would conflict with that node.
-if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi
-if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+          libcli11-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev)
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(tmux      # the test that drives `tessera chat` in a real terminal
+             curl      # the server's curl test
+             chromium) # the web page's test (driven by playwright-core from npm)
+  # node and npm run the server's client tests (the openai package); a machine that has
+  # them from elsewhere keeps its own, since Debian's npm would conflict with that node.
+  if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi
+  if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
