@@ -80,6 +80,16 @@ class Context {
   Status seq_rm(SeqId seq, Pos p0, Pos p1);
   /// Makes positions [p0, p1) of `src` part of `dst` too; the cells are shared, not copied.
   Status seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1);
+  /// Makes positions [p0, p1) of `src` part of `dst` in cells of `dst`'s own (its home
+  /// region first, as its decoded tokens), copying their keys and values. seq_cp is free
+  /// but leaves `dst` attending over cells wherever `src`'s are; a copy keeps a
+  /// sequence's cells together (a server copies a cached prefix into the home region of
+  /// the slot that reuses it). Errors: ids out of range, src == dst, too few free cells
+  /// (nothing changes).
+  Status seq_copy(SeqId src, SeqId dst, Pos p0, Pos p1);
+  /// Free cells in the home region of `seq` (ContextParams::n_seq_regions; 0 for an id
+  /// without a home region).
+  int64_t seq_home_free(SeqId seq) const;
   /// Removes every sequence but `seq`.
   Status seq_keep(SeqId seq);
   /// Adds `delta` to positions [p0, p1) of `seq` (-1: every sequence); positions that

@@ -103,6 +103,15 @@ Status Context::seq_rm(SeqId seq, Pos p0, Pos p1) {
   return Status::ok();
 }
 
+Status Context::seq_copy(SeqId src, SeqId dst, Pos p0, Pos p1) {
+  TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_copy", src, false));
+  TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_copy", dst, false));
+  if (src == dst) return Status::error("seq_copy: the source and destination are both sequence " + std::to_string(src));
+  return impl_->kv_->seq_copy(src, dst, p0, p1);
+}
+
+int64_t Context::seq_home_free(SeqId seq) const { return impl_->kv_->home_free(seq); }
+
 Status Context::seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_cp", src, false));
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_cp", dst, false));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <limits>
 
 #include "core/check.h"
@@ -149,6 +150,42 @@ void KvCache::seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1) {
   for (KvCell& c : cells_) {
     if ((c.seqs & from) != 0 && in_range(c.pos, p0, p1)) c.seqs |= to;
   }
+}
+
+Status KvCache::seq_copy(SeqId src, SeqId dst, Pos p0, Pos p1) {
+  const SeqMask from = mask_of(src);
+  std::vector<int32_t> sources;
+  for (int64_t j = 0; j < n_ctx(); ++j) {
+    const KvCell& c = cells_[size_t(j)];
+    if ((c.seqs & from) != 0 && in_range(c.pos, p0, p1)) sources.push_back(int32_t(j));
+  }
+  std::sort(sources.begin(), sources.end(),
+            [&](int32_t a, int32_t b) { return cells_[size_t(a)].pos < cells_[size_t(b)].pos; });
+  const std::vector<SeqMask> masks(sources.size(), mask_of(dst));
+  Result<std::vector<int32_t>> targets = find_slots(masks);
+  if (!targets) return targets.status().with_context("seq_copy");
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const int32_t from_cell = sources[i], to_cell = (*targets)[i];
+    for (const KvLayer& l : layers_) {
+      for (const Tensor* t : {l.k, l.v}) {
+        char* base = static_cast<char*>(t->data);
+        std::memcpy(base + size_t(to_cell) * t->nb[1], base + size_t(from_cell) * t->nb[1], t->nb[1]);
+      }
+    }
+    KvCell c = cells_[size_t(from_cell)];
+    c.seqs = mask_of(dst);
+    cells_[size_t(to_cell)] = c;
+    if (c.shift != 0) has_shift_ = true;
+  }
+  return Status::ok();
+}
+
+int64_t KvCache::home_free(SeqId seq) const {
+  if (seq < 0 || seq >= n_seq_) return 0;
+  const int64_t n = n_ctx();
+  int64_t free = 0;
+  for (int64_t j = n * seq / n_seq_; j < n * (seq + 1) / n_seq_; ++j) free += cells_[size_t(j)].free() ? 1 : 0;
+  return free;
 }
 
 void KvCache::seq_keep(SeqId seq) {

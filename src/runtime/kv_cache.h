@@ -78,6 +78,12 @@ class KvCache {
   void seq_rm(SeqId seq, Pos p0, Pos p1);
   /// Adds `dst` to the cells of `src` in the range (shared, not copied).
   void seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1);
+  /// Gives `dst` cells of its own (placed by the rule above, as if `dst` decoded them)
+  /// holding copies of the keys, values, positions and pending shifts of `src`'s cells in
+  /// the range. Error, changing nothing, when too few cells are free.
+  Status seq_copy(SeqId src, SeqId dst, Pos p0, Pos p1);
+  /// Free cells in the home region of `seq` (0 for a sequence without one).
+  int64_t home_free(SeqId seq) const;
   /// Frees every cell not used by `seq` and removes the other sequences from the rest.
   void seq_keep(SeqId seq);
   /// Adds `delta` to the positions of `seq`'s cells in the range (cells pushed below 0

@@ -71,8 +71,10 @@ class EngineImpl {
   // step.cpp
   bool drop_cancelled();
   void admit();
-  void reuse_prefix(Running& r);
+  PrefixCache::Match find_prefix(const Running& r);
+  void reuse_prefix(Running& r, const PrefixCache::Match& m);
   void build_batch(Batch& batch);
+  void keep_regions_free(const Batch& batch);
   bool make_room(int64_t n_cells);
   void after_decode(const Batch& batch);
   void sample_choice(Running& r, Choice& c);
@@ -83,7 +85,8 @@ class EngineImpl {
   /// Frees the request's slots; its sequences become cached prefixes when `cacheable`.
   void retire(Running& r, bool cacheable);
   void store_prefix(SeqId seq);
-  void evict_one();
+  /// Drops the cached prefix of holder `h` (cells still used by others stay).
+  void evict(SeqId h);
   void publish_stats();
 
   std::unique_ptr<Context> ctx_;

@@ -30,7 +30,7 @@ PrefixCache::Match PrefixCache::longest_prefix(std::span<const TokenId> tokens) 
   }
   if (best == nullptr) return {};
   best->last_used = ++clock_;
-  return {best->holder, best_len};
+  return {best->holder, best_len, best->origin};
 }
 
 SeqId PrefixCache::covering(std::span<const TokenId> tokens) {
@@ -64,15 +64,17 @@ SeqId PrefixCache::free_holder() const {
   return -1;
 }
 
-void PrefixCache::insert(SeqId holder, std::vector<TokenId> tokens) {
+void PrefixCache::insert(SeqId holder, std::vector<TokenId> tokens, SeqId origin) {
   TESSERA_CHECK(holder >= first_id_ && holder < first_id_ + n_ids_ && find(holder) == nullptr);
-  entries_.push_back({holder, std::move(tokens), ++clock_});
+  entries_.push_back({holder, std::move(tokens), ++clock_, origin});
 }
 
-SeqId PrefixCache::least_recently_used() const {
-  const auto it = std::min_element(entries_.begin(), entries_.end(),
-                                   [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; });
-  return it == entries_.end() ? -1 : it->holder;
+SeqId PrefixCache::least_recently_used(SeqId origin) const {
+  const Entry* best = nullptr;
+  for (const Entry& e : entries_) {
+    if ((origin < 0 || e.origin == origin) && (best == nullptr || e.last_used < best->last_used)) best = &e;
+  }
+  return best == nullptr ? -1 : best->holder;
 }
 
 void PrefixCache::erase(SeqId holder) {

@@ -29,6 +29,7 @@ class PrefixCache {
   struct Match {
     SeqId holder = -1;   // -1: nothing in common
     int64_t length = 0;  // tokens in common, counted from the start
+    SeqId origin = -1;   // the slot whose home region holds the entry's cells
   };
   /// The entry that shares the longest start with `tokens` (the most recently used among
   /// equals), marked as used now.
@@ -42,10 +43,12 @@ class PrefixCache {
 
   /// A holder id no entry uses, -1 when all are taken.
   SeqId free_holder() const;
-  /// Records that `holder` (free) now keeps `tokens`; it is the most recently used.
-  void insert(SeqId holder, std::vector<TokenId> tokens);
-  /// The least recently used entry's holder, -1 when empty.
-  SeqId least_recently_used() const;
+  /// Records that `holder` (free) now keeps `tokens`, in cells of the home region of slot
+  /// `origin`; it is the most recently used.
+  void insert(SeqId holder, std::vector<TokenId> tokens, SeqId origin);
+  /// The least recently used entry's holder (among those of slot `origin` when it is not
+  /// -1), -1 when there is none.
+  SeqId least_recently_used(SeqId origin = -1) const;
   /// Forgets `holder`'s entry (its cells are the caller's to remove).
   void erase(SeqId holder);
 
@@ -59,6 +62,7 @@ class PrefixCache {
     SeqId holder;
     std::vector<TokenId> tokens;
     uint64_t last_used;
+    SeqId origin;
   };
   Entry* find(SeqId holder);
 

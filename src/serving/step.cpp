@@ -41,6 +41,7 @@ bool EngineImpl::step() {
   Batch batch;
   build_batch(batch);
   TESSERA_CHECK(!batch.empty());  // a running request always has a token to decode
+  keep_regions_free(batch);
   if (!make_room(batch.size())) {
     fail_all("the KV cache has no free cells for this step");
   } else if (Status s = ctx_->decode(batch); !s) {
@@ -98,25 +99,46 @@ void EngineImpl::admit() {
       r = std::move(queue_.front());
       queue_.pop_front();
     }
+    // The first choice takes the slot whose home region holds the cached prefix, when
+    // it is free: the prefix is then shared in place, else copied (see reuse_prefix).
+    const PrefixCache::Match m = find_prefix(*r);
     size_t slot = 0;
     for (Choice& c : r->choices) {
-      while (slot_busy_[slot]) ++slot;
-      slot_busy_[slot] = true;
-      c.seq = SeqId(slot);
+      if (&c == &r->choices[0] && m.length > 0 && m.origin >= 0 && !slot_busy_[size_t(m.origin)]) {
+        c.seq = m.origin;
+      } else {
+        while (slot_busy_[slot]) ++slot;
+        c.seq = SeqId(slot);
+      }
+      slot_busy_[size_t(c.seq)] = true;
     }
     r->usage.admitted = Clock::now();
-    reuse_prefix(*r);
+    reuse_prefix(*r, m);
     running_.push_back(std::move(r));
   }
 }
 
-void EngineImpl::reuse_prefix(Running& r) {
-  if (!params_.prefix_cache || !r.req.cache_prompt || r.req.embedding) return;
+PrefixCache::Match EngineImpl::find_prefix(const Running& r) {
+  if (!params_.prefix_cache || !r.req.cache_prompt || r.req.embedding) return {};
   // The last prompt token is always decoded: its logits give the first token.
   const std::span<const TokenId> prompt(r.req.prompt);
-  const PrefixCache::Match m = cache_.longest_prefix(prompt.first(prompt.size() - 1));
+  return cache_.longest_prefix(prompt.first(prompt.size() - 1));
+}
+
+// Why a copy when the prefix lives in another slot's region: attention reads every cell
+// from a sequence's first to its last, so cells shared across regions would make each
+// generated token read the regions in between (a whole cache of other sequences' cells),
+// every step. Copying the prefix's keys and values once (a memcpy per layer) is far
+// cheaper than that, and cheaper still than decoding the prefix again.
+void EngineImpl::reuse_prefix(Running& r, const PrefixCache::Match& m) {
   if (m.length == 0) return;
-  for (Choice& c : r.choices) must(ctx_->seq_cp(m.holder, c.seq, 0, Pos(m.length)));
+  const SeqId first = r.choices[0].seq;
+  if (first == m.origin) {
+    must(ctx_->seq_cp(m.holder, first, 0, Pos(m.length)));
+  } else if (!ctx_->seq_copy(m.holder, first, 0, Pos(m.length)).is_ok()) {
+    return;  // too few free cells for a copy: the prompt is decoded whole
+  }
+  for (size_t i = 1; i < r.choices.size(); ++i) must(ctx_->seq_cp(first, r.choices[i].seq, 0, Pos(m.length)));
   r.n_prompt_in_cache = m.length;
   r.usage.cached_tokens = m.length;
 }
@@ -156,10 +178,26 @@ void EngineImpl::build_batch(Batch& batch) {
   }
 }
 
+// A token goes to its sequence's home region (the slot's) unless that is full; then it
+// would land anywhere, and the sequence's attention would span the cache. So the slot's
+// own cached prefixes make way first.
+void EngineImpl::keep_regions_free(const Batch& batch) {
+  std::vector<int64_t> need(size_t(params_.n_parallel), 0);
+  for (int64_t i = 0; i < batch.size(); ++i) ++need[size_t(batch.seqs(i)[0])];
+  for (SeqId s = 0; s < SeqId(need.size()); ++s) {
+    while (need[size_t(s)] > ctx_->seq_home_free(s)) {
+      const SeqId h = cache_.least_recently_used(s);
+      if (h < 0) break;
+      evict(h);
+    }
+  }
+}
+
 bool EngineImpl::make_room(int64_t n_cells) {
   while (ctx_->n_ctx() - ctx_->n_cells_used() < n_cells) {
-    if (cache_.empty()) return false;
-    evict_one();
+    const SeqId h = cache_.least_recently_used();
+    if (h < 0) return false;
+    evict(h);
   }
   return true;
 }
@@ -295,17 +333,16 @@ void EngineImpl::store_prefix(SeqId seq) {
   }
   SeqId holder = cache_.free_holder();
   if (holder < 0) {
-    evict_one();
+    evict(cache_.least_recently_used());
     holder = cache_.free_holder();
   }
   TESSERA_CHECK(holder >= 0);
   must(ctx_->seq_cp(seq, holder, -1, -1));
   must(ctx_->seq_rm(seq, -1, -1));
-  cache_.insert(holder, std::move(tokens));
+  cache_.insert(holder, std::move(tokens), seq);
 }
 
-void EngineImpl::evict_one() {
-  const SeqId h = cache_.least_recently_used();
+void EngineImpl::evict(SeqId h) {
   TESSERA_CHECK(h >= 0);
   must(ctx_->seq_rm(h, -1, -1));
   cache_.erase(h);

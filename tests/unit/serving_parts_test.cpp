@@ -57,15 +57,16 @@ TEST(PrefixCache, LongestPrefixCoveringAndLru) {
   PrefixCache c(4, 3);  // holders 4, 5, 6
   EXPECT_EQ(c.longest_prefix(std::vector<TokenId>{1, 2, 3}).holder, -1);
   EXPECT_EQ(c.free_holder(), 4);
-  c.insert(4, {1, 2, 3, 4});
+  c.insert(4, {1, 2, 3, 4}, 0);
   EXPECT_EQ(c.free_holder(), 5);
-  c.insert(5, {1, 2, 9});
+  c.insert(5, {1, 2, 9}, 1);
   PrefixCache::Match m = c.longest_prefix(std::vector<TokenId>{1, 2, 3, 7});
   EXPECT_EQ(m.holder, 4);
   EXPECT_EQ(m.length, 3);
   m = c.longest_prefix(std::vector<TokenId>{1, 2, 9, 9});
   EXPECT_EQ(m.holder, 5);
   EXPECT_EQ(m.length, 3);
+  EXPECT_EQ(m.origin, 1);
   EXPECT_EQ(c.covering(std::vector<TokenId>{1, 2}), 5);  // both cover; 5 was used last
   EXPECT_EQ(c.covering(std::vector<TokenId>{1, 2, 3, 4, 5}), -1);
   EXPECT_EQ(c.covered_by(std::vector<TokenId>{1, 2, 3, 4, 5}), std::vector<SeqId>{4});
@@ -73,7 +74,10 @@ TEST(PrefixCache, LongestPrefixCoveringAndLru) {
   EXPECT_EQ(c.least_recently_used(), 4);
   c.longest_prefix(std::vector<TokenId>{1, 2, 3});
   EXPECT_EQ(c.least_recently_used(), 5);
-  c.insert(6, {7});
+  c.insert(6, {7}, 1);
+  EXPECT_EQ(c.least_recently_used(1), 5);  // among slot 1's entries
+  EXPECT_EQ(c.least_recently_used(0), 4);
+  EXPECT_EQ(c.least_recently_used(2), -1);
   EXPECT_EQ(c.free_holder(), -1);
   EXPECT_EQ(c.size(), 3);
   EXPECT_EQ(c.n_tokens(), 8);

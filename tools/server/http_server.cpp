@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -213,9 +214,22 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx), svr_(std::make_unique<ht
 
 HttpServer::~HttpServer() = default;
 
+// cpp-httplib 0.11 listens with a backlog of 5 (compiled into Debian's library), so a
+// burst of clients overflows it and their connections are retried a second later. The
+// socket-options hook sees the listening socket before bind; once bound, listen() again
+// with a real backlog (Linux takes the new value).
+constexpr int kListenBacklog = 512;
+
 int HttpServer::bind(const std::string& host, int port) {
-  if (port == 0) return svr_->bind_to_any_port(host);
-  return svr_->bind_to_port(host, port) ? port : -1;
+  int listen_fd = -1;
+  svr_->set_socket_options([&listen_fd](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // what httplib's default does
+    listen_fd = int(sock);
+  });
+  const int bound = port == 0 ? svr_->bind_to_any_port(host) : (svr_->bind_to_port(host, port) ? port : -1);
+  if (bound >= 0 && listen_fd >= 0) ::listen(listen_fd, kListenBacklog);
+  return bound;
 }
 
 void HttpServer::listen() {
