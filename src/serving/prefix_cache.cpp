@@ -18,14 +18,19 @@ PrefixCache::PrefixCache(SeqId first_id, int n_ids) : first_id_(first_id), n_ids
   TESSERA_CHECK(first_id >= 0 && n_ids >= 0);
 }
 
-PrefixCache::Match PrefixCache::longest_prefix(std::span<const TokenId> tokens) {
+PrefixCache::Match PrefixCache::longest_prefix(std::span<const TokenId> tokens,
+                                               const std::function<bool(SeqId)>& preferred) {
   Entry* best = nullptr;
   int64_t best_len = 0;
+  bool best_preferred = false;
   for (Entry& e : entries_) {
     const int64_t n = common_prefix(e.tokens, tokens);
-    if (n > best_len || (n == best_len && n > 0 && e.last_used > best->last_used)) {
+    if (n == 0 || n < best_len) continue;
+    const bool pref = preferred && preferred(e.origin);
+    if (n > best_len || (pref && !best_preferred) || (pref == best_preferred && e.last_used > best->last_used)) {
       best = &e;
       best_len = n;
+      best_preferred = pref;
     }
   }
   if (best == nullptr) return {};
@@ -69,10 +74,13 @@ void PrefixCache::insert(SeqId holder, std::vector<TokenId> tokens, SeqId origin
   entries_.push_back({holder, std::move(tokens), ++clock_, origin});
 }
 
-SeqId PrefixCache::least_recently_used(SeqId origin) const {
+SeqId PrefixCache::least_recently_used(SeqId origin, SeqId except) const {
   const Entry* best = nullptr;
   for (const Entry& e : entries_) {
-    if ((origin < 0 || e.origin == origin) && (best == nullptr || e.last_used < best->last_used)) best = &e;
+    if ((origin < 0 || e.origin == origin) && e.holder != except &&
+        (best == nullptr || e.last_used < best->last_used)) {
+      best = &e;
+    }
   }
   return best == nullptr ? -1 : best->holder;
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -31,9 +32,11 @@ class PrefixCache {
     int64_t length = 0;  // tokens in common, counted from the start
     SeqId origin = -1;   // the slot whose home region holds the entry's cells
   };
-  /// The entry that shares the longest start with `tokens` (the most recently used among
-  /// equals), marked as used now.
-  Match longest_prefix(std::span<const TokenId> tokens);
+  /// The entry that shares the longest start with `tokens`, marked as used now. Among
+  /// equals: one whose origin `preferred` says yes to (e.g. a free slot, where the prefix
+  /// can be shared in place), then the most recently used.
+  Match longest_prefix(std::span<const TokenId> tokens,
+                       const std::function<bool(SeqId origin)>& preferred = nullptr);
   /// The entry whose tokens start with all of `tokens` (then storing them adds nothing;
   /// the most recently used of several), marked as used now; -1 when none.
   SeqId covering(std::span<const TokenId> tokens);
@@ -47,8 +50,8 @@ class PrefixCache {
   /// `origin`; it is the most recently used.
   void insert(SeqId holder, std::vector<TokenId> tokens, SeqId origin);
   /// The least recently used entry's holder (among those of slot `origin` when it is not
-  /// -1), -1 when there is none.
-  SeqId least_recently_used(SeqId origin = -1) const;
+  /// -1, and other than `except`), -1 when there is none.
+  SeqId least_recently_used(SeqId origin = -1, SeqId except = -1) const;
   /// Forgets `holder`'s entry (its cells are the caller's to remove).
   void erase(SeqId holder);
 

@@ -122,7 +122,8 @@ PrefixCache::Match EngineImpl::find_prefix(const Running& r) {
   if (!params_.prefix_cache || !r.req.cache_prompt || r.req.embedding) return {};
   // The last prompt token is always decoded: its logits give the first token.
   const std::span<const TokenId> prompt(r.req.prompt);
-  return cache_.longest_prefix(prompt.first(prompt.size() - 1));
+  return cache_.longest_prefix(prompt.first(prompt.size() - 1),
+                               [&](SeqId origin) { return !slot_busy_[size_t(origin)]; });
 }
 
 // Why a copy when the prefix lives in another slot's region: attention reads every cell
@@ -135,8 +136,15 @@ void EngineImpl::reuse_prefix(Running& r, const PrefixCache::Match& m) {
   const SeqId first = r.choices[0].seq;
   if (first == m.origin) {
     must(ctx_->seq_cp(m.holder, first, 0, Pos(m.length)));
-  } else if (!ctx_->seq_copy(m.holder, first, 0, Pos(m.length)).is_ok()) {
-    return;  // too few free cells for a copy: the prompt is decoded whole
+  } else {
+    // The copy goes to the slot's region: its older cached prefixes make room first.
+    while (ctx_->seq_home_free(first) < m.length) {
+      const SeqId h = cache_.least_recently_used(first, m.holder);
+      if (h < 0) break;
+      evict(h);
+    }
+    if (!ctx_->seq_copy(m.holder, first, 0, Pos(m.length)).is_ok()) return;  // too few free cells:
+                                                                              // decode it all
   }
   for (size_t i = 1; i < r.choices.size(); ++i) must(ctx_->seq_cp(first, r.choices[i].seq, 0, Pos(m.length)));
   r.n_prompt_in_cache = m.length;

@@ -78,6 +78,12 @@ TEST(PrefixCache, LongestPrefixCoveringAndLru) {
   EXPECT_EQ(c.least_recently_used(1), 5);  // among slot 1's entries
   EXPECT_EQ(c.least_recently_used(0), 4);
   EXPECT_EQ(c.least_recently_used(2), -1);
+  EXPECT_EQ(c.least_recently_used(1, 5), 6);  // 5 excepted
+  // Among equal matches a preferred origin wins over a more recent entry.
+  // {1, 2, 5} shares 2 tokens with both 4 (origin 0, used last) and 5 (origin 1).
+  EXPECT_EQ(c.longest_prefix(std::vector<TokenId>{1, 2, 5}, [](SeqId o) { return o == 1; }).holder, 5);
+  EXPECT_EQ(c.longest_prefix(std::vector<TokenId>{1, 2, 5}, [](SeqId o) { return o == 0; }).holder, 4);
+  EXPECT_EQ(c.longest_prefix(std::vector<TokenId>{1, 2, 5}).holder, 4);  // the most recent
   EXPECT_EQ(c.free_holder(), -1);
   EXPECT_EQ(c.size(), 3);
   EXPECT_EQ(c.n_tokens(), 8);
