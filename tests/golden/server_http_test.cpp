@@ -597,3 +597,32 @@ TEST(ServerHttpLimits, SigtermDuringAStreamExitsZero) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A generation far longer than the limit: mini-llama's 4096-token context, 4000 tokens
+// (about a second in Release, several under the sanitizers), a 0.2 s limit.
+TEST(ServerHttpLimits, TimeoutCutsALongGeneration) {
+  TESSERA_REQUIRE_SHARED(model, "models/mini-llama-Q8_0.gguf");
+  std::string error;
+  auto server = test::ServerProcess::start({"-m", model, "-t", "1", "-np", "1", "--timeout", "0.2"}, &error);
+  ASSERT_TRUE(server) << error;
+  httplib::Client cli("127.0.0.1", server->port());
+  cli.set_read_timeout(120, 0);
+  const json req = {{"prompt", "Once upon a time"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"temperature", 0}};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto res = cli.Post("/v1/completions", req.dump(), "application/json");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(res) << "no response";
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json body = json::parse(res->body);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_LT(body["usage"]["completion_tokens"].get<int>(), 4000);  // cut, answered with what it had
+  EXPECT_LT(seconds, 10.0);
+  EXPECT_TRUE(server->wait_for_log("(timeout)", std::chrono::seconds(5))) << server->log();
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+}  // namespace
+}  // namespace tessera
