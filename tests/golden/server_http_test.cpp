@@ -624,5 +624,55 @@ TEST(ServerHttpLimits, TimeoutCutsALongGeneration) {
   EXPECT_EQ(server->stop(), 0) << server->log();
 }
 
+// Clients that go away in the middle of a long generation, one plain and one streamed:
+// the server notices (its log says so) and the slot is free long before the 4000 tokens
+// would have been generated.
+TEST(ServerHttpLimits, ClientsThatLeaveAreCancelled) {
+  TESSERA_REQUIRE_SHARED(model, "models/mini-llama-Q8_0.gguf");
+  std::string error;
+  auto server = test::ServerProcess::start({"-m", model, "-t", "1", "-np", "1"}, &error);
+  ASSERT_TRUE(server) << error;
+  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 4000}, {"ignore_eos", true}};
+  {
+    httplib::Client cli("127.0.0.1", server->port());
+    cli.set_read_timeout(0, 200000);  // gives up after 0.2 s and closes the connection
+    EXPECT_FALSE(cli.Post("/v1/completions", body.dump(), "application/json"));
+  }
+  EXPECT_TRUE(server->wait_for_log("(client disconnected)", std::chrono::seconds(20))) << server->log();
+  {
+    httplib::Client cli("127.0.0.1", server->port());
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.headers = {{"Content-Type", "application/json"}};
+    json streamed = body;
+    streamed["stream"] = true;
+    req.body = streamed.dump();
+    int chunks = 0;
+    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };
+    (void)cli.send(req);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  bool idle = false;
+  httplib::Client probe("127.0.0.1", server->port());
+  while (!idle && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    auto s = probe.Get("/slots");
+    idle = s && s->status == 200;
+    if (idle) {
+      for (const json& slot : json::parse(s->body)) idle = idle && !slot["is_processing"].get<bool>();
+    }
+    if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(idle);
+  const std::string log = server->log();
+  size_t n_disconnected = 0;
+  for (size_t at = log.find("(client disconnected)"); at != std::string::npos;
+       at = log.find("(client disconnected)", at + 1)) {
+    ++n_disconnected;
+  }
+  EXPECT_EQ(n_disconnected, 2u) << log;
+  EXPECT_EQ(server->stop(), 0) << log;
+}
+
 }  // namespace
 }  // namespace tessera
