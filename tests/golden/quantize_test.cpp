@@ -5,6 +5,7 @@
 #include "tessera/quantize.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -26,7 +27,7 @@ namespace tessera {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "tessera_quantize_" + name;
+  return ::testing::TempDir() + "tessera_quantize_" + std::to_string(getpid()) + "_" + name;  // parallel ctest
 }
 
 Result<QuantizeReport> quantize(const std::string& in, const std::string& out,

@@ -2,6 +2,7 @@
 // files (truncated, wrong magic or version, another model, too small a context) are
 // refused with a message naming the problem, leaving the context as it was.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -16,7 +17,10 @@ namespace {
 using test::make_context;
 using test::some_tokens;
 
-std::string temp_path(const std::string& name) { return ::testing::TempDir() + "tessera_state_" + name; }
+// ctest runs the tests of this suite in parallel processes, each with its own files.
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "tessera_state_" + std::to_string(getpid()) + "_" + name;
+}
 
 std::vector<char> read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
