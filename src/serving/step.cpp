@@ -193,7 +193,7 @@ void EngineImpl::keep_regions_free(const Batch& batch) {
   std::vector<int64_t> need(size_t(params_.n_parallel), 0);
   for (int64_t i = 0; i < batch.size(); ++i) ++need[size_t(batch.seqs(i)[0])];
   for (SeqId s = 0; s < SeqId(need.size()); ++s) {
-    while (need[size_t(s)] > ctx_->seq_home_free(s)) {
+    while (need[size_t(s)] > 0 && need[size_t(s)] > ctx_->seq_home_free(s)) {
       const SeqId h = cache_.least_recently_used(s);
       if (h < 0) break;
       evict(h);
@@ -373,7 +373,9 @@ void EngineImpl::publish_stats() {
       SlotInfo& info = s.slots[size_t(c.seq)];
       info.busy = true;
       info.request = r->stream->id();
-      info.n_past = ctx_->seq_pos_max(c.seq) + 1;
+      // Its cells: the prompt in the cache and every generated token but the last sampled
+      // one (decoded next step). Counted, not scanned: this runs every step.
+      info.n_past = r->n_prompt_in_cache + std::max<int64_t>(0, c.n_generated - 1);
       info.n_generated = c.n_generated;
     }
   }

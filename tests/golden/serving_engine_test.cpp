@@ -177,6 +177,12 @@ TEST(ServingEngine, CancellationFreesCells) {
     for (int i = 0; i < 5; ++i) e->step();
     EXPECT_GT(e->stats().cells_used, 0);
     EXPECT_EQ(e->stats().running, 1);
+    ASSERT_TRUE(e->stats().slots[0].busy);
+    EXPECT_EQ(e->stats().slots[0].n_generated, 5);
+    EXPECT_EQ(e->stats().slots[0].n_past, int64_t(r.prompt.size()) + 4);  // the 5th is not decoded yet
+    if (!cache) {
+      EXPECT_EQ(e->stats().slots[0].n_past, e->stats().cells_used);
+    }
     s.stream->cancel();
     e->step();  // cancellations are handled at the start of the step
     Outcome o;
