@@ -80,6 +80,9 @@ describe('web page', { skip }, () => {
     await setSetting(page, 'top_k', 40);
     await setSetting(page, 'min_p', 0.05);
     await setSetting(page, 'system', 'You tell stories.');
+    // Sampled at 0.8 with a random seed, the model may end at once; forbidding its end token
+    // makes "several chunks" and "has text" certain (and exercises the extra-fields setting).
+    await setSetting(page, 'extra', '{"ignore_eos": true}');
     const sent = page.waitForRequest((r) => r.url().endsWith('/v1/chat/completions'));
     await page.fill('#prompt', 'Once upon a time');
     await page.press('#prompt', 'Enter');
@@ -88,6 +91,7 @@ describe('web page', { skip }, () => {
                                      { role: 'user', content: 'Once upon a time' }]);
     assert.equal(body.stream, true);
     assert.deepEqual([body.max_tokens, body.temperature, body.top_k, body.min_p], [48, 0.8, 40, 0.05]);
+    assert.equal(body.ignore_eos, true, 'the extra fields are sent');
     await page.waitForSelector('.msg.assistant:not(.pending)', { timeout: 60000 });
     const reply = lastAssistant(page);
     assert.equal(await page.locator('.msg.user .content').textContent(), 'Once upon a time');
@@ -242,6 +246,7 @@ describe('web page with --api-key', { skip }, () => {
     await page.waitForSelector('#key-dialog:not([open])', { state: 'attached' });
     assert.equal(await page.evaluate(() => JSON.parse(localStorage.getItem('tessera.apiKey'))), KEY);
     await setSetting(page, 'max_tokens', 16);
+    await setSetting(page, 'extra', '{"ignore_eos": true}');  // (as above: the reply is never empty)
     await page.fill('#prompt', 'Once upon a time');
     await page.click('#send');
     await page.waitForSelector('.msg.assistant:not(.pending)', { timeout: 60000 });
