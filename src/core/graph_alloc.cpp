@@ -150,6 +150,8 @@ bool op_can_run_in_place(const Tensor* node) {
     case Op::Scale:
     case Op::Silu:
     case Op::Gelu:
+    case Op::ReluSqr:
+    case Op::Clamp:
       return node->src[0] != nullptr && node->src[0]->is_contiguous();
     default:
       return false;

@@ -17,14 +17,18 @@ enum class Op : uint8_t {
   MulMat,     // result[m, n] = dot(src0 row m, src1 row n); src0 broadcast over dims 2-3
   RmsNorm,    // x / sqrt(mean(x^2) + eps) along dim 0
   Norm,       // (x - mean) / sqrt(var + eps) along dim 0
-  Rope,       // rotary position embedding; src1 = I32 positions (one per dim-2 index)
+  Rope,       // rotary position embedding; src1 = I32 positions (one per dim-2 index),
+              // src2 = optional F32 per-pair frequency divisors [n_dims / 2]
   SoftMax,    // softmax(src0 * scale + src1 mask) along dim 0; mask optional
   Silu,       // x * sigmoid(x)
   Gelu,       // tanh approximation
+  ReluSqr,    // max(x, 0)^2 (Persimmon's feed-forward)
+  Clamp,      // min(max(x, lo), hi)
   Cpy,        // converts src0 into the layout and type of src1; result is a view of src1
   Cont,       // contiguous copy of src0 (possibly with type change)
   Concat,     // src0 and src1 joined along `dim`
-  Attention,  // per head: softmax(scale q k^T + mask) v; src0 q, src1 k, src2 v, src3 mask
+  Attention,  // per head: softmax(scale q k^T + slope * mask) v; src0 q, src1 k, src2 v,
+              // src3 mask; slope 1, or ALiBi's per-head slope when max_bias > 0
   View,       // a window into view_src (strides and offset)
   Reshape,    // same data, other shape (contiguous sources only)
   Permute,    // axes reordered
@@ -63,10 +67,19 @@ struct ConcatParams {
 };
 struct AttentionParams {
   float scale;
+  float max_bias = 0.0f;  // ALiBi: > 0 multiplies head h's mask by its slope (alibi_slope)
 };
+struct ClampParams {
+  float lo;
+  float hi;
+};
+
+/// ALiBi's slope of head `h` of `n_head` for a maximum bias `max_bias` (Press et al.; the
+/// heads past the largest power of two get the interleaved slopes of twice as many heads).
+float alibi_slope(int64_t h, int64_t n_head, float max_bias);
 
 using OpParams =
     std::variant<std::monostate, NormParams, ScaleParams, RopeParams, SoftMaxParams, ConcatParams,
-                 AttentionParams>;
+                 AttentionParams, ClampParams>;
 
 }  // namespace tessera

@@ -1,5 +1,7 @@
 #include "core/ops.h"
 
+#include <cmath>
+
 #include "core/check.h"
 
 namespace tessera::ops {
@@ -86,11 +88,15 @@ Tensor* norm(Graph& g, Tensor* a, float eps) {
 }
 
 Tensor* rope(Graph& g, Tensor* a, Tensor* pos, int n_dims, RopeMode mode, float freq_base,
-             float freq_scale) {
+             float freq_scale, Tensor* freq_factors) {
   TESSERA_CHECK(a->type == DType::F32 && pos->type == DType::I32);
   TESSERA_CHECK(pos->nelements() == a->ne[2] && a->ne[3] == 1);
   TESSERA_CHECK(n_dims % 2 == 0 && n_dims <= a->ne[0]);
-  Tensor* t = new_node(g, Op::Rope, DType::F32, a->ne, a, pos);
+  if (freq_factors) {
+    TESSERA_CHECK(freq_factors->type == DType::F32 && freq_factors->nelements() >= n_dims / 2 &&
+                  freq_factors->is_contiguous());
+  }
+  Tensor* t = new_node(g, Op::Rope, DType::F32, a->ne, a, pos, freq_factors);
   t->params = RopeParams{n_dims, mode, freq_base, freq_scale};
   return t;
 }
@@ -108,6 +114,14 @@ Tensor* soft_max(Graph& g, Tensor* a, Tensor* mask, float scale) {
 
 Tensor* silu(Graph& g, Tensor* a) { return unary(g, Op::Silu, a); }
 Tensor* gelu(Graph& g, Tensor* a) { return unary(g, Op::Gelu, a); }
+Tensor* relu_sqr(Graph& g, Tensor* a) { return unary(g, Op::ReluSqr, a); }
+
+Tensor* clamp(Graph& g, Tensor* a, float lo, float hi) {
+  TESSERA_CHECK(lo <= hi);
+  Tensor* t = unary(g, Op::Clamp, a);
+  t->params = ClampParams{lo, hi};
+  return t;
+}
 
 Tensor* cpy(Graph& g, Tensor* a, Tensor* b) {
   TESSERA_CHECK(a->nelements() == b->nelements());
@@ -118,7 +132,8 @@ Tensor* cpy(Graph& g, Tensor* a, Tensor* b) {
 
 Tensor* cont(Graph& g, Tensor* a, DType type) { return new_node(g, Op::Cont, type, a->ne, a); }
 
-Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale) {
+Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
+                  float max_bias) {
   const int64_t hd = q->ne[0];
   TESSERA_CHECK(q->type == DType::F32 && k->type == v->type);
   TESSERA_CHECK(k->ne[0] == hd && v->ne[0] == hd && k->ne[1] == v->ne[1] && k->ne[2] == v->ne[2]);
@@ -128,7 +143,8 @@ Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float
   }
   Tensor* t = new_node(g, Op::Attention, DType::F32, {hd, q->ne[2], q->ne[1], 1}, q, k, v);
   t->src[3] = mask;
-  t->params = AttentionParams{scale};
+  TESSERA_CHECK(max_bias >= 0 && (max_bias == 0 || mask != nullptr));
+  t->params = AttentionParams{scale, max_bias};
   return t;
 }
 
@@ -181,9 +197,18 @@ namespace tessera {
 std::string_view op_name(Op op) {
   static constexpr std::string_view kNames[] = {
       "none", "get_rows", "set_rows", "add",  "mul",  "scale",  "mul_mat",
-      "rms_norm", "norm", "rope",     "soft_max", "silu", "gelu", "cpy",
+      "rms_norm", "norm", "rope",     "soft_max", "silu", "gelu", "relu_sqr", "clamp", "cpy",
       "cont", "concat", "attention", "view", "reshape", "permute", "transpose"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Op::Count));
   return kNames[size_t(op)];
 }
+
+float alibi_slope(int64_t h, int64_t n_head, float max_bias) {
+  int64_t n_pow2 = 1;  // the largest power of two <= n_head
+  while (n_pow2 * 2 <= n_head) n_pow2 *= 2;
+  const double m0 = std::pow(2.0, -double(max_bias) / double(n_pow2));
+  const double m1 = std::pow(2.0, -double(max_bias) / 2.0 / double(n_pow2));
+  return float(h < n_pow2 ? std::pow(m0, double(h + 1)) : std::pow(m1, double(2 * (h - n_pow2) + 1)));
+}
+
 }  // namespace tessera

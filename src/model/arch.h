@@ -15,6 +15,10 @@ struct Arch {
   std::span<const WeightSpec> weights;  // every tensor, declared once
   /// Builds the forward graph of one batch and returns its logits [n_vocab, n_outputs].
   Tensor* (*build)(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in);
+  /// Settles what the keys leave to the architecture (HParams::positions and rope_mode,
+  /// fixed biases, variants), and refuses combinations it cannot build; null: RoPE,
+  /// normal mode, nothing to check.
+  Status (*configure)(const gguf::File& file, HParams& h) = nullptr;
 };
 
 /// The architecture named `name`, or null.

@@ -75,7 +75,8 @@ Tensor* attend_group(Graph& g, const HParams& h, const BatchInputs& in, Tensor* 
                            size_t(m0) * sizeof(float));
   Tensor* qg = ops::view(g, q, {hd, h.n_head, nt, 1}, q->nb, size_t(t0) * q->nb[2]);
   Tensor* qh = ops::permute(g, qg, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head]
-  return ops::attention(g, qh, keys, values, mask, 1.0f / std::sqrt(float(hd)));  // [head_dim, n_head, n_tokens]
+  const float max_bias = h.alibi() ? h.alibi_max_bias : 0.0f;
+  return ops::attention(g, qh, keys, values, mask, 1.0f / std::sqrt(float(hd)), max_bias);  // [head_dim, n_head, n_tokens]
 }
 
 /// parts joined along `dim`, as a balanced tree (each element is copied log2(n) times).
@@ -91,20 +92,41 @@ Tensor* concat_all(Graph& g, std::vector<Tensor*> parts, int dim) {
 
 }  // namespace
 
+Tensor* input_embeddings(Graph& g, const ModelWeights& w, const BatchInputs& in) {
+  Tensor* x = ops::get_rows(g, w.token_embd, in.tokens);  // [n_embd, n_tokens]
+  if (w.position_embd != nullptr) x = ops::add(g, x, ops::get_rows(g, w.position_embd, in.positions));
+  return x;
+}
+
 QkvProjections qkv_projections(Graph& g, const HParams& h, const LayerWeights& l, Tensor* x) {
   const int64_t hd = h.head_dim;
   const int64_t n_tokens = x->ne[1];
+  auto clamped = [&](Tensor* t) { return h.clamp_kqv > 0 ? ops::clamp(g, t, -h.clamp_kqv, h.clamp_kqv) : t; };
+  auto biased = [&](Tensor* t, Tensor* b) { return b ? ops::add(g, t, b) : t; };
   if (l.wqkv != nullptr) {
     const int64_t n_q = h.n_embd_q();
     const int64_t n_kv = h.n_embd_kv();
     TESSERA_CHECK_MSG(l.wqkv->ne[1] == n_q + 2 * n_kv, "wqkv must hold the rows of wq, wk and wv");
-    Tensor* qkv = ops::mul_mat(g, l.wqkv, x);  // [n_q + 2 n_kv, n_tokens]
-    return {head_rows(g, qkv, 0, hd, h.n_head), head_rows(g, qkv, n_q, hd, h.n_head_kv),
-            head_rows(g, qkv, n_q + n_kv, hd, h.n_head_kv)};
+    Tensor* qkv = clamped(biased(ops::mul_mat(g, l.wqkv, x), l.bqkv));  // [n_q + 2 n_kv, n_tokens]
+    QkvProjections p{head_rows(g, qkv, 0, hd, h.n_head), head_rows(g, qkv, n_q, hd, h.n_head_kv),
+                     head_rows(g, qkv, n_q + n_kv, hd, h.n_head_kv)};
+    if (l.bq || l.bk || l.bv) {  // separate biases of parts fused at load
+      TESSERA_CHECK_MSG(h.clamp_kqv == 0, "clamp_kqv with separate q/k/v biases");
+      if (l.bq) p.q = ops::add(g, p.q, ops::reshape(g, l.bq, {hd, h.n_head, 1, 1}));
+      if (l.bk) p.k = ops::add(g, p.k, ops::reshape(g, l.bk, {hd, h.n_head_kv, 1, 1}));
+      if (l.bv) p.v = ops::add(g, p.v, ops::reshape(g, l.bv, {hd, h.n_head_kv, 1, 1}));
+    }
+    return p;
   }
-  return {ops::reshape(g, ops::mul_mat(g, l.wq, x), {hd, h.n_head, n_tokens, 1}),
-          ops::reshape(g, ops::mul_mat(g, l.wk, x), {hd, h.n_head_kv, n_tokens, 1}),
-          ops::reshape(g, ops::mul_mat(g, l.wv, x), {hd, h.n_head_kv, n_tokens, 1})};
+  return {ops::reshape(g, clamped(biased(ops::mul_mat(g, l.wq, x), l.bq)), {hd, h.n_head, n_tokens, 1}),
+          ops::reshape(g, clamped(biased(ops::mul_mat(g, l.wk, x), l.bk)), {hd, h.n_head_kv, n_tokens, 1}),
+          ops::reshape(g, clamped(biased(ops::mul_mat(g, l.wv, x), l.bv)), {hd, h.n_head_kv, n_tokens, 1})};
+}
+
+Tensor* rope_block(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
+                   Tensor* t) {
+  return ops::rope(g, t, in.positions, int(h.n_rot), h.rope_mode, h.rope_freq_base,
+                   h.rope_freq_scale, w.rope_freqs);
 }
 
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
@@ -129,23 +151,50 @@ Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const
   return ops::reshape(g, merged, {h.n_embd_q(), n_tokens, 1, 1});
 }
 
-Tensor* ffn_swiglu(Graph& g, Tensor* x, Tensor* gate, Tensor* up, Tensor* down,
-                   Tensor* gate_up) {
-  Tensor* gx = nullptr;
-  Tensor* ux = nullptr;
-  if (gate_up != nullptr) {
-    const int64_t n_ff = gate->ne[1];
-    TESSERA_CHECK_MSG(up->ne[1] == n_ff && gate_up->ne[1] == 2 * n_ff,
-                      "ffn_gate_up must hold the rows of gate and up");
-    Tensor* gu = ops::mul_mat(g, gate_up, x);  // [2 n_ff, n_tokens]
-    const Strides nb = gu->nb;
-    gx = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, 0);
-    ux = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, size_t(n_ff) * nb[0]);
-  } else {
-    gx = ops::mul_mat(g, gate, x);
-    ux = ops::mul_mat(g, up, x);
+Tensor* attn_output(Graph& g, const LayerWeights& l, Tensor* attn) {
+  Tensor* out = ops::mul_mat(g, l.wo, attn);
+  return l.bo ? ops::add(g, out, l.bo) : out;
+}
+
+namespace {
+
+Tensor* activate(Graph& g, Tensor* t, Activation act) {
+  switch (act) {
+    case Activation::Silu:
+      return ops::silu(g, t);
+    case Activation::Gelu:
+      return ops::gelu(g, t);
+    case Activation::ReluSqr:
+      return ops::relu_sqr(g, t);
   }
-  return ops::mul_mat(g, down, ops::mul(g, ops::silu(g, gx), ux));
+  return t;
+}
+
+}  // namespace
+
+Tensor* ffn_block(Graph& g, Tensor* x, const LayerWeights& l, Activation act) {
+  Tensor* hidden = nullptr;
+  if (l.ffn_gate_up != nullptr) {
+    const int64_t n_ff = l.ffn_gate_up->ne[1] / 2;
+    TESSERA_CHECK_MSG(l.ffn_gate_up->ne[1] == 2 * n_ff && l.ffn_down->ne[0] == n_ff,
+                      "ffn_gate_up must hold the rows of gate and up");
+    Tensor* gu = ops::mul_mat(g, l.ffn_gate_up, x);  // [2 n_ff, n_tokens]
+    const Strides nb = gu->nb;
+    Tensor* gx = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, 0);
+    Tensor* ux = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, size_t(n_ff) * nb[0]);
+    hidden = ops::mul(g, activate(g, gx, act), ux);
+  } else if (l.ffn_gate != nullptr) {
+    hidden = ops::mul(g, activate(g, ops::mul_mat(g, l.ffn_gate, x), act), ops::mul_mat(g, l.ffn_up, x));
+  } else {
+    Tensor* up = ops::mul_mat(g, l.ffn_up, x);
+    hidden = activate(g, l.ffn_up_b ? ops::add(g, up, l.ffn_up_b) : up, act);
+  }
+  Tensor* out = ops::mul_mat(g, l.ffn_down, hidden);
+  return l.ffn_down_b ? ops::add(g, out, l.ffn_down_b) : out;
+}
+
+Tensor* logits_block(Graph& g, const ModelWeights& w, Tensor* x) {
+  return ops::mul_mat(g, w.output ? w.output : w.token_embd, x);
 }
 
 }  // namespace tessera

@@ -52,6 +52,10 @@ Tensor* rms_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 /// LayerNorm(x) * w (+ b when given).
 Tensor* layer_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 
+/// The token embeddings of the batch [n_embd, n_tokens], plus the learned position
+/// embeddings at the tokens' positions when the model has them (w.position_embd).
+Tensor* input_embeddings(Graph& g, const ModelWeights& w, const BatchInputs& in);
+
 /// A layer's query, key and value projections.
 struct QkvProjections {
   Tensor* q = nullptr;  // [head_dim, n_head, n_tokens]
@@ -59,24 +63,46 @@ struct QkvProjections {
   Tensor* v = nullptr;  // [head_dim, n_head_kv, n_tokens]
 };
 
-/// wq x, wk x, wv x for x [n_embd, n_tokens], split into heads. With l.wqkv, one mul_mat
-/// [n_embd_q + 2 n_embd_kv, n_tokens] whose rows q, k and v are strided views of (each
-/// token's heads dense, tokens one fused row apart); else three mul_mats, reshaped.
+/// wq x, wk x, wv x for x [n_embd, n_tokens], split into heads, with their biases (bq,
+/// bk, bv or a fused bqkv) when the layer has them, clamped to +-h.clamp_kqv when set.
+/// With l.wqkv (in the file, or fused at load), one mul_mat [n_embd_q + 2 n_embd_kv,
+/// n_tokens] whose rows q, k and v are strided views (each token's heads dense, tokens
+/// one fused row apart); else three mul_mats, reshaped.
 QkvProjections qkv_projections(Graph& g, const HParams& h, const LayerWeights& l, Tensor* x);
 
+/// RoPE of t [head_dim, n_heads, n_tokens] at the batch's positions, as the model
+/// rotates: h.n_rot dims, h.rope_mode, base and scale, w.rope_freqs when present.
+Tensor* rope_block(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
+                   Tensor* t);
+
 /// Self-attention of projected q [head_dim, n_head, n_tokens], k and v
-/// [head_dim, n_head_kv, n_tokens] (k and q already rotated; each token's heads dense,
-/// tokens at any stride, e.g. views of a fused projection): writes k and v into the
-/// cache layer at the batch's slots, attends each group of tokens over its window of
-/// cells with its mask, and returns the merged heads [n_embd_q, n_tokens] (before the
+/// [head_dim, n_head_kv, n_tokens] (k and q already rotated where the model rotates;
+/// each token's heads dense, tokens at any stride, e.g. views of a fused projection):
+/// writes k and v into the cache layer at the batch's slots, attends each group of
+/// tokens over its window of cells with its mask (scaled by the heads' ALiBi slopes when
+/// h.positions is Alibi), and returns the merged heads [n_embd_q, n_tokens] (before the
 /// output projection).
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
                         Tensor* q, Tensor* k, Tensor* v);
 
-/// down(silu(gate x) * up x): the SwiGLU feed-forward of LLaMA-family models. With
-/// `gate_up` (gate's rows then up's as one matrix: LayerWeights::ffn_gate_up), gate x and
-/// up x are two strided views of one mul_mat (gate and up then only give the shapes).
-Tensor* ffn_swiglu(Graph& g, Tensor* x, Tensor* gate, Tensor* up, Tensor* down,
-                   Tensor* gate_up = nullptr);
+/// wo attn (+ bo).
+Tensor* attn_output(Graph& g, const LayerWeights& l, Tensor* attn);
+
+/// The feed-forward activations.
+enum class Activation {
+  Silu,     // SwiGLU when gated
+  Gelu,     // tanh GELU; GeGLU when gated
+  ReluSqr,  // max(x, 0)^2
+};
+
+/// The feed-forward network of a layer. Gated (l.ffn_gate, or a fused l.ffn_gate_up whose
+/// halves are gate x and up x): down(act(gate x) * up x). Else down(act(up x + b_up)).
+/// Then + b_down when the layer has it.
+Tensor* ffn_block(Graph& g, Tensor* x, const LayerWeights& l, Activation act);
+
+/// The logits [n_vocab, n_outputs] of the final hidden states x [n_embd, n_outputs]:
+/// output x, or token_embd x when the output is tied. (The runtime reads the hidden
+/// states as this mul_mat's second source.)
+Tensor* logits_block(Graph& g, const ModelWeights& w, Tensor* x);
 
 }  // namespace tessera

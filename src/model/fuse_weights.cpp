@@ -54,12 +54,13 @@ int fuse_projections(ModelWeights& w, TensorArena& arena) {
   for (size_t il = 0; il < w.layers.size(); ++il) {
     LayerWeights& l = w.layers[il];
     const std::string blk = "blk." + std::to_string(il) + ".";
-    l.wqkv = join({l.wq, l.wk, l.wv}, arena, blk + "attn_qkv.weight");
-    // ffn_swiglu splits the product in halves.
+    // (A file's own fused matrices are kept: then there are no parts to join.)
+    if (l.wq != nullptr) l.wqkv = join({l.wq, l.wk, l.wv}, arena, blk + "attn_qkv.weight");
+    // ffn_block splits the product in halves.
     if (l.ffn_gate != nullptr && l.ffn_up != nullptr && l.ffn_gate->ne[1] == l.ffn_up->ne[1]) {
       l.ffn_gate_up = join({l.ffn_gate, l.ffn_up}, arena, blk + "ffn_gate_up.weight");
     }
-    fused += int(l.wqkv != nullptr) + int(l.ffn_gate_up != nullptr);
+    fused += int(l.wq != nullptr && l.wqkv != nullptr) + int(l.ffn_gate != nullptr && l.ffn_gate_up != nullptr);
   }
   if (fused > 0) {
     log(LogLevel::Info, "fused %d projections (q/k/v, gate/up) into one matrix each", fused);

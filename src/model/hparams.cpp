@@ -83,6 +83,17 @@ Result<HParams> read_hparams(const gguf::File& f) {
   float scaling_factor = 0.0f;
   TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.scaling.factor", &scaling_factor));
   if (scaling_factor > 0.0f) h.rope_freq_scale = 1.0f / scaling_factor;
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.max_alibi_bias", &h.alibi_max_bias));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.clamp_kqv", &h.clamp_kqv));
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "attention.sliding_window", &h.n_swa));
+  if (const gguf::Value* v = f.find(p + "use_parallel_residual")) {
+    const std::optional<bool> b = v->as_bool();
+    if (!b) return Status::error("model: key '" + p + "use_parallel_residual' is not a bool");
+    h.parallel_residual = *b;
+  }
+  if (!(h.alibi_max_bias >= 0) || !(h.clamp_kqv >= 0)) {
+    return Status::error("model: attention.max_alibi_bias and attention.clamp_kqv must be >= 0");
+  }
   TESSERA_RETURN_IF_ERROR(check_shape(h));
   return h;
 }

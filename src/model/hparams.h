@@ -4,10 +4,19 @@
 #include <cstdint>
 #include <string>
 
+#include "core/op.h"
 #include "tessera/gguf.h"
 #include "tessera/status.h"
 
 namespace tessera {
+
+/// How a model's tokens know their positions (set by the architecture: Arch::configure).
+enum class PositionKind : uint8_t {
+  Rope,     // rotary embeddings of q and k: a cache shift rotates the stored keys
+  Alibi,    // a per-head linear bias on distances (the mask): a shift only moves cells
+  Learned,  // an absolute position embedding added to the input: no shift, and no
+            // position at or past n_ctx_train
+};
 
 struct HParams {
   std::string arch;        // general.architecture
@@ -24,7 +33,16 @@ struct HParams {
   float norm_eps = 1e-5f;  // <arch>.attention.layer_norm_epsilon
   float rope_freq_base = 10000.0f;  // <arch>.rope.freq_base
   float rope_freq_scale = 1.0f;     // 1 / <arch>.rope.scaling.factor for linear scaling
+  float alibi_max_bias = 0.0f;      // <arch>.attention.max_alibi_bias
+  float clamp_kqv = 0.0f;           // <arch>.attention.clamp_kqv (0: none)
+  int64_t n_swa = 0;                // <arch>.attention.sliding_window (0: none)
+  bool parallel_residual = false;   // <arch>.use_parallel_residual
+  // Set by the architecture (Arch::configure), not read from keys of their own:
+  PositionKind positions = PositionKind::Rope;
+  RopeMode rope_mode = RopeMode::Normal;
 
+  /// Whether attention adds ALiBi's per-head distance bias.
+  bool alibi() const { return positions == PositionKind::Alibi && alibi_max_bias > 0; }
   int64_t n_embd_q() const { return head_dim * n_head; }
   int64_t n_embd_kv() const { return head_dim * n_head_kv; }
 };

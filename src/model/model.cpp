@@ -27,7 +27,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
     return Status::error(path + ": model: architecture '" + hp->arch +
                          "' is not supported (supported: " + registered_arch_names() + ")");
   }
-  Result<ModelWeights> w = load_weights(*impl->file, impl->arch->weights, *hp, impl->arena);
+  if (impl->arch->configure != nullptr) {
+    TESSERA_RETURN_IF_ERROR(impl->arch->configure(*impl->file, impl->hparams).with_context(path));
+  }
+  Result<ModelWeights> w = load_weights(*impl->file, impl->arch->weights, impl->hparams, impl->arena);
   if (!w) return w.status().with_context(path);
   impl->weights = std::move(*w);
   Result<RepackedWeights> repacked = repack_weights(impl->weights, *impl->file);

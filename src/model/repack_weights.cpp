@@ -50,8 +50,10 @@ std::vector<Run> plan_runs(const ModelWeights& w) {
   std::vector<Run> runs;
   for (const LayerWeights& l : w.layers) {
     add_runs(runs, {l.wq, l.wk, l.wv});
+    add_runs(runs, {l.wqkv});  // a file's own fused matrix (null otherwise, before fusing)
     add_runs(runs, {l.wo});
     add_runs(runs, {l.ffn_gate, l.ffn_up});
+    add_runs(runs, {l.ffn_gate_up});
     add_runs(runs, {l.ffn_down});
   }
   add_runs(runs, {w.output});  // null when tied to token_embd, which stays in the file layout

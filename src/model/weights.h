@@ -17,28 +17,46 @@
 namespace tessera {
 
 struct LayerWeights {
-  Tensor* attn_norm = nullptr;    // [n_embd]
-  Tensor* attn_norm_b = nullptr;  // [n_embd]
-  Tensor* wq = nullptr;           // [n_embd, n_embd_q]
-  Tensor* wk = nullptr;           // [n_embd, n_embd_kv]
-  Tensor* wv = nullptr;           // [n_embd, n_embd_kv]
-  Tensor* wo = nullptr;           // [n_embd_q, n_embd]
-  Tensor* ffn_norm = nullptr;     // [n_embd]
-  Tensor* ffn_norm_b = nullptr;   // [n_embd]
-  Tensor* ffn_gate = nullptr;     // [n_embd, n_ff]
-  Tensor* ffn_up = nullptr;       // [n_embd, n_ff]
-  Tensor* ffn_down = nullptr;     // [n_ff, n_embd]
-  // Fused projections (fuse_weights.h): not in the file; set at load when the parts lie
-  // back to back as one repacked matrix, else null. They share the parts' memory.
+  Tensor* attn_norm = nullptr;      // [n_embd]
+  Tensor* attn_norm_b = nullptr;    // [n_embd]
+  Tensor* attn_norm_2 = nullptr;    // [n_embd] (Falcon-40B: a second norm, for the FFN)
+  Tensor* attn_norm_2_b = nullptr;  // [n_embd]
+  Tensor* wq = nullptr;             // [n_embd, n_embd_q]
+  Tensor* wk = nullptr;             // [n_embd, n_embd_kv]
+  Tensor* wv = nullptr;             // [n_embd, n_embd_kv]
+  Tensor* bq = nullptr;             // [n_embd_q]
+  Tensor* bk = nullptr;             // [n_embd_kv]
+  Tensor* bv = nullptr;             // [n_embd_kv]
+  Tensor* bqkv = nullptr;           // [n_embd_q + 2 n_embd_kv] (files with a fused attn_qkv)
+  Tensor* attn_q_norm = nullptr;    // [head_dim]: per-head norm of q (Persimmon)
+  Tensor* attn_q_norm_b = nullptr;  // [head_dim]
+  Tensor* attn_k_norm = nullptr;    // [head_dim]
+  Tensor* attn_k_norm_b = nullptr;  // [head_dim]
+  Tensor* wo = nullptr;             // [n_embd_q, n_embd]
+  Tensor* bo = nullptr;             // [n_embd]
+  Tensor* ffn_norm = nullptr;       // [n_embd]
+  Tensor* ffn_norm_b = nullptr;     // [n_embd]
+  Tensor* ffn_gate = nullptr;       // [n_embd, n_ff]
+  Tensor* ffn_up = nullptr;         // [n_embd, n_ff]
+  Tensor* ffn_up_b = nullptr;       // [n_ff]
+  Tensor* ffn_down = nullptr;       // [n_ff, n_embd]
+  Tensor* ffn_down_b = nullptr;     // [n_embd]
+  // Fused projections: either in the file (attn_qkv.weight; Phi-3's ffn_up.weight with the
+  // gate's rows first), or set at load (fuse_weights.h) when the parts lie back to back as
+  // one repacked matrix, sharing the parts' memory; else null.
   Tensor* wqkv = nullptr;         // [n_embd, n_embd_q + 2 n_embd_kv]: rows of wq, wk, wv
   Tensor* ffn_gate_up = nullptr;  // [n_embd, 2 n_ff]: rows of ffn_gate, then ffn_up
 };
 
 struct ModelWeights {
-  Tensor* token_embd = nullptr;     // [n_embd, n_vocab]
-  Tensor* output_norm = nullptr;    // [n_embd]
-  Tensor* output_norm_b = nullptr;  // [n_embd]
-  Tensor* output = nullptr;         // [n_embd, n_vocab]; null when tied to token_embd
+  Tensor* token_embd = nullptr;        // [n_embd, n_vocab]
+  Tensor* token_embd_norm = nullptr;   // [n_embd] (BLOOM: a norm of the embeddings)
+  Tensor* token_embd_norm_b = nullptr; // [n_embd]
+  Tensor* position_embd = nullptr;     // [n_embd, n_ctx_train]: learned absolute positions
+  Tensor* rope_freqs = nullptr;        // [n_rot / 2]: divisors of the RoPE frequencies
+  Tensor* output_norm = nullptr;       // [n_embd]
+  Tensor* output_norm_b = nullptr;     // [n_embd]
+  Tensor* output = nullptr;            // [n_embd, n_vocab]; null when tied to token_embd
   std::vector<LayerWeights> layers;
 };
 

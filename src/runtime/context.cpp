@@ -24,6 +24,13 @@ Status ContextImpl::check_seq(const char* what, SeqId seq, bool allow_all) const
                        std::to_string(params_.n_seq_max) + ")");
 }
 
+Status ContextImpl::check_movable(const char* what) const {
+  if (m_.hparams.positions != PositionKind::Learned) return Status::ok();
+  return Status::error(std::string(what) + ": this " + m_.hparams.arch +
+                       " model adds learned absolute position embeddings to its inputs, so "
+                       "cached tokens cannot be moved to other positions");
+}
+
 void ContextImpl::clear() {
   kv_->clear();
   n_out_ = 0;
@@ -127,6 +134,7 @@ Status Context::seq_keep(SeqId seq) {
 
 Status Context::seq_add(SeqId seq, Pos p0, Pos p1, Pos delta) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_add", seq, true));
+  if (delta != 0) TESSERA_RETURN_IF_ERROR(impl_->check_movable("seq_add"));
   return impl_->kv_->seq_add(seq, p0, p1, delta);
 }
 
@@ -147,6 +155,7 @@ std::vector<TokenId> Context::seq_tokens(SeqId seq) const {
 
 Result<int64_t> Context::context_shift(SeqId seq, int64_t n_keep) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("context_shift", seq, false));
+  TESSERA_RETURN_IF_ERROR(impl_->check_movable("context_shift"));
   const int64_t n_past = int64_t(impl_->kv_->seq_pos_max(seq)) + 1;
   if (n_keep < 0 || n_keep >= n_past - 1) {
     return Status::error("context_shift: n_keep " + std::to_string(n_keep) +

@@ -23,7 +23,7 @@ class ContextImpl {
         m_(model.impl()),
         params_(params),
         backend_(params.n_threads),
-        shift_(m_.hparams, backend_),
+        shift_(m_.hparams, m_.weights.rope_freqs, backend_),
         graphs_(m_, backend_, params.embeddings) {}
 
   Status init();
@@ -32,6 +32,8 @@ class ContextImpl {
   Status decode(const Batch& batch);
   /// Sequence ids accepted by the sequence operations (`allow_all`: -1 = every one).
   Status check_seq(const char* what, SeqId seq, bool allow_all) const;
+  /// Whether cached tokens may change position (not with learned absolute positions).
+  Status check_movable(const char* what) const;
   /// Forgets the cache and the outputs.
   void clear();
 

@@ -28,6 +28,11 @@ Status ContextImpl::validate(const Batch& batch) const {
     }
     const Pos p = batch.pos(i);
     if (p < 0) return Status::error(token_where(i) + " has the negative position " + std::to_string(p));
+    if (m_.hparams.positions == PositionKind::Learned && p >= m_.hparams.n_ctx_train) {
+      return Status::error(token_where(i) + " has position " + std::to_string(p) + ", but this " +
+                           m_.hparams.arch + " model learned positions [0, " +
+                           std::to_string(m_.hparams.n_ctx_train) + ") only");
+    }
     const std::span<const SeqId> seqs = batch.seqs(i);
     if (seqs.empty()) return Status::error(token_where(i) + " belongs to no sequence");
     SeqMask seen = 0;

@@ -31,6 +31,7 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx
   }
   std::unique_ptr<KvCache> c = cells_only(n_ctx, n_seq);
   c->type_ = type;
+  c->set_mask_rule(h.alibi(), h.n_swa);
   const size_t align = backend.alignment();
   const size_t tensor_bytes = (dtype_row_size(type, h.n_embd_kv()) * size_t(n_ctx) + align - 1) /
                               align * align;
@@ -130,7 +131,9 @@ void KvCache::fill_mask(std::span<const Pos> positions, std::span<const SeqMask>
     float* row = mask + i * size_t(n_kv);
     for (int64_t j = 0; j < n_kv; ++j) {
       const KvCell& c = cells_[size_t(kv_begin + j)];
-      row[j] = ((c.seqs & seqs[i]) != 0 && c.pos <= positions[i]) ? 0.0f : neg_inf;
+      const bool visible = (c.seqs & seqs[i]) != 0 && c.pos <= positions[i] &&
+                           (n_swa_ == 0 || positions[i] - c.pos < n_swa_);
+      row[j] = !visible ? neg_inf : alibi_ ? -float(positions[i] - c.pos) : 0.0f;
     }
   }
 }

@@ -67,8 +67,10 @@ class KvCache {
   /// of kPad (so that a graph serves many steps) within the cache.
   std::pair<int64_t, int64_t> window(SeqMask seqs, Pos max_pos) const;
   /// Fills mask [n_kv, n_tokens] for cells [kv_begin, kv_begin + n_kv) (row i for token
-  /// i): 0 where the cell is used by one of the token's sequences and holds a position
-  /// <= the token's, -inf otherwise.
+  /// i): where the cell is used by one of the token's sequences, holds a position <= the
+  /// token's and (sliding window) fewer than n_swa positions back, 0 (ALiBi: minus the
+  /// distance in positions, which the attention op scales by each head's slope); -inf
+  /// otherwise.
   void fill_mask(std::span<const Pos> positions, std::span<const SeqMask> seqs, int64_t kv_begin,
                  int64_t n_kv, float* mask) const;
 
@@ -105,6 +107,13 @@ class KvCache {
   /// Marks every pending shift as applied.
   void clear_shifts();
 
+  /// The mask rule (fill_mask): ALiBi distances, and a sliding window of n_swa positions
+  /// (0: none). create() takes them from the model's hyper-parameters.
+  void set_mask_rule(bool alibi, int64_t n_swa) {
+    alibi_ = alibi;
+    n_swa_ = n_swa;
+  }
+
   /// Replaces cell `i` wholesale (state restore).
   void set_cell(int64_t i, const KvCell& c);
   /// Frees every cell (the tensors keep their bytes; freed cells are masked out).
@@ -121,6 +130,8 @@ class KvCache {
   std::vector<KvCell> cells_;
   int n_seq_ = 1;
   bool has_shift_ = false;
+  bool alibi_ = false;
+  int64_t n_swa_ = 0;
 };
 
 }  // namespace tessera

@@ -12,13 +12,13 @@ struct KvShift::ShiftGraph {
   Tensor* deltas = nullptr;  // I32 [n_kv]: each cell's pending shift
 };
 
-KvShift::KvShift(const HParams& h, Backend& backend) : h_(h), backend_(backend) {}
+KvShift::KvShift(const HParams& h, Tensor* freq_factors, Backend& backend)
+    : h_(h), freq_factors_(freq_factors), backend_(backend) {}
 KvShift::~KvShift() = default;
 
 // Per layer: the key rows of cells [0, n_kv) seen as [head_dim, n_head_kv, n_kv],
-// converted to F32, rotated by the cell's delta, converted back into the same rows.
-// RoPE mode: LLaMA's (Normal) — the only registered architecture; an architecture with
-// NeoX rotation would need its mode exposed by the Arch entry.
+// converted to F32, rotated by the cell's delta (the model's rope mode, dims and
+// frequency divisors), converted back into the same rows.
 void KvShift::build(const KvCache& kv, int64_t n_kv) {
   graph_.reset();
   auto sg = std::make_unique<ShiftGraph>();
@@ -32,7 +32,7 @@ void KvShift::build(const KvCache& kv, int64_t n_kv) {
     Tensor* rows = ops::view(g, k, {h_.head_dim, h_.n_head_kv, n_kv, 1},
                              {elt, size_t(h_.head_dim) * elt, k->nb[1], k->nb[1] * size_t(n_kv)}, 0);
     Tensor* rotated = ops::rope(g, ops::cont(g, rows, DType::F32), sg->deltas, int(h_.n_rot),
-                                RopeMode::Normal, h_.rope_freq_base, h_.rope_freq_scale);
+                                h_.rope_mode, h_.rope_freq_base, h_.rope_freq_scale, freq_factors_);
     g.expand(ops::cpy(g, rotated, rows));
   }
   const AllocPlan plan = plan_graph_memory(g, backend_.alignment());
@@ -48,6 +48,10 @@ void KvShift::build(const KvCache& kv, int64_t n_kv) {
 
 Status KvShift::apply(KvCache& kv) {
   if (!kv.has_shift()) return Status::ok();
+  if (h_.positions != PositionKind::Rope) {  // ALiBi: positions live in the mask only
+    kv.clear_shifts();
+    return Status::ok();
+  }
   const int64_t n_kv = kv.n_kv();
   if (!graph_ || graph_->n_kv != n_kv) build(kv, n_kv);
   const std::vector<int32_t> deltas = kv.shifts(n_kv);

@@ -2,7 +2,8 @@
 // their cached keys (rotated by RoPE at the old position) are rotated once more by the
 // per-cell delta. Rotations compose (rope(rope(k, p), d) = rope(k, p + d)), so the key
 // ends up as if it had been computed at the new position, up to rounding (the cache may
-// be F16). Values carry no position and stay as they are.
+// be F16). Values carry no position and stay as they are. With ALiBi positions live in
+// the mask alone, so a shift only clears the pending deltas.
 #pragma once
 
 #include <memory>
@@ -14,7 +15,8 @@ namespace tessera {
 
 class KvShift {
  public:
-  KvShift(const HParams& h, Backend& backend);
+  /// `freq_factors`: the model's RoPE frequency divisors (rope_freqs.weight), or null.
+  KvShift(const HParams& h, Tensor* freq_factors, Backend& backend);
   ~KvShift();
 
   /// Rotates the keys of every cell with a pending shift and marks the shifts applied.
@@ -25,6 +27,7 @@ class KvShift {
   void build(const KvCache& kv, int64_t n_kv);
 
   const HParams& h_;
+  Tensor* freq_factors_;
   Backend& backend_;
   std::unique_ptr<ShiftGraph> graph_;  // for the last n_kv seen
   std::unique_ptr<Buffer> buffer_;     // its intermediate tensors

@@ -84,6 +84,8 @@ bool runs_in_place(const Tensor* node) {
     case Op::Scale:
     case Op::Silu:
     case Op::Gelu:
+    case Op::ReluSqr:
+    case Op::Clamp:
       return node->src[0]->is_contiguous() && node->src[0]->type == node->type &&
              node->src[0]->nbytes() == node->nbytes();
     default:

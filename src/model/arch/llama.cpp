@@ -1,5 +1,6 @@
 // LLaMA (and Mistral, which shares its GGUF layout): pre-RMSNorm blocks, rotary
-// positions, grouped-query attention, SwiGLU feed-forward.
+// positions, grouped-query attention, SwiGLU feed-forward. Llama 3.1+ files carry
+// rope_freqs.weight, per-pair divisors of the RoPE frequencies.
 #include "core/ops.h"
 #include "model/arch.h"
 
@@ -14,6 +15,7 @@ constexpr WeightSpec kWeights[] = {
     global("output_norm.weight", &MW::output_norm, [](const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }),
     // Absent when the output projection is tied to the token embedding.
     global("output.weight", &MW::output, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }, false),
+    global("rope_freqs.weight", &MW::rope_freqs, [](const HParams& h) { return Shape{h.n_rot / 2, 1, 1, 1}; }, false),
     per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, [](const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }),
     per_layer("blk.{}.attn_q.weight", &LW::wq, [](const HParams& h) { return Shape{h.n_embd, h.n_embd_q(), 1, 1}; }),
     per_layer("blk.{}.attn_k.weight", &LW::wk, [](const HParams& h) { return Shape{h.n_embd, h.n_embd_kv(), 1, 1}; }),
@@ -26,24 +28,20 @@ constexpr WeightSpec kWeights[] = {
 };
 
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
-  Tensor* x = ops::get_rows(g, w.token_embd, in.tokens);  // [n_embd, n_tokens]
+  Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
   for (int64_t il = 0; il < h.n_layer; ++il) {
     const LayerWeights& l = w.layers[size_t(il)];
     Tensor* cur = rms_norm_block(g, x, l.attn_norm, nullptr, h.rms_eps);
     const QkvProjections p = qkv_projections(g, h, l, cur);  // one mul_mat when l.wqkv is set
-    const int n_rot = int(h.n_rot);
-    Tensor* q = ops::rope(g, p.q, in.positions, n_rot, RopeMode::Normal, h.rope_freq_base,
-                          h.rope_freq_scale);
-    Tensor* k = ops::rope(g, p.k, in.positions, n_rot, RopeMode::Normal, h.rope_freq_base,
-                          h.rope_freq_scale);
-    cur = attention_block(g, h, in, in.kv[size_t(il)], q, k, p.v);
-    x = ops::add(g, x, ops::mul_mat(g, l.wo, cur));
+    cur = attention_block(g, h, in, in.kv[size_t(il)], rope_block(g, h, w, in, p.q),
+                          rope_block(g, h, w, in, p.k), p.v);
+    x = ops::add(g, x, attn_output(g, l, cur));
     cur = rms_norm_block(g, x, l.ffn_norm, nullptr, h.rms_eps);
-    x = ops::add(g, x, ffn_swiglu(g, cur, l.ffn_gate, l.ffn_up, l.ffn_down, l.ffn_gate_up));
+    x = ops::add(g, x, ffn_block(g, cur, l, Activation::Silu));
   }
   x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
   x = rms_norm_block(g, x, w.output_norm, nullptr, h.rms_eps);
-  return ops::mul_mat(g, w.output ? w.output : w.token_embd, x);  // [n_vocab, n_outputs]
+  return logits_block(g, w, x);  // [n_vocab, n_outputs]
 }
 
 }  // namespace

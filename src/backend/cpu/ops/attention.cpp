@@ -40,10 +40,14 @@ size_t converted_bytes(const Shape3& s) {
   return round_up(size_t(s.n_head_kv * s.n_kv * s.hd) * sizeof(float));
 }
 
-// Per thread: the scaled query rows of a tile, then the tile kernel's scratch.
-size_t thread_bytes(const Shape3& s) {
+bool uses_alibi(const Tensor* node) { return std::get<AttentionParams>(node->params).max_bias > 0; }
+
+// Per thread: the scaled query rows of a tile, the tile kernel's scratch, then (ALiBi)
+// the tile's mask rows times their head's slope.
+size_t thread_bytes(const Tensor* node, const Shape3& s) {
+  const size_t alibi = uses_alibi(node) ? round_up(size_t(kAttnRows * s.n_kv) * sizeof(float)) : 0;
   return round_up(size_t(kAttnRows * s.hd) * sizeof(float)) +
-         round_up(attn_scratch_floats(s.n_kv, s.hd) * sizeof(float));
+         round_up(attn_scratch_floats(s.n_kv, s.hd) * sizeof(float)) + alibi;
 }
 
 struct Kv {
@@ -100,7 +104,7 @@ bool attention_supports(const Tensor* node) {
 size_t attention_work_size(const Tensor* node, int nth) {
   const Shape3 s = shape_of(node);
   const size_t conv = needs_conversion(node) ? 2 * converted_bytes(s) : 0;
-  return kAlign + conv + size_t(nth) * thread_bytes(s);
+  return kAlign + conv + size_t(nth) * thread_bytes(node, s);
 }
 
 // Converts K and V to F32, laid out [cell][head][head_dim], split over cells. A cell's
@@ -133,16 +137,19 @@ void attention_compute(Tensor* node, const KernelParams& p) {
   const Tensor* q = node->src[0];
   const Tensor* mask = node->src[3];
   const Shape3 s = shape_of(node);
-  const float scale = std::get<AttentionParams>(node->params).scale;
+  const AttentionParams ap = std::get<AttentionParams>(node->params);
+  const float scale = ap.scale;
   const bool direct = reads_f16(node);
   const Kv k = direct ? Kv{} : kv_of(node, 1, p, s);
   const Kv v = direct ? Kv{} : kv_of(node, 2, p, s);
   const int64_t rows_per_head = s.group * s.n_tokens;
   const int64_t tiles_per_head = (rows_per_head + kAttnRows - 1) / kAttnRows;
   char* mine = align64(p.work) + (needs_conversion(node) ? 2 * converted_bytes(s) : 0) +
-               size_t(p.ith) * thread_bytes(s);
+               size_t(p.ith) * thread_bytes(node, s);
   float* qbuf = reinterpret_cast<float*>(mine);
   float* scratch = reinterpret_cast<float*>(mine + round_up(size_t(kAttnRows * s.hd) * sizeof(float)));
+  float* alibi_rows = ap.max_bias > 0 ? scratch + round_up(attn_scratch_floats(s.n_kv, s.hd) * sizeof(float)) / sizeof(float)
+                                      : nullptr;
   const VecKernels& vk = vec_kernels();
   const AttnTileFn tile_fn = direct ? attn_kernels().tile_f16 : attn_kernels().tile;
 
@@ -155,11 +162,13 @@ void attention_compute(Tensor* node, const KernelParams& p) {
     t.rows = int(std::min<int64_t>(kAttnRows, rows_per_head - first));
     t.hd = s.hd;
     int64_t tokens[kAttnRows];
+    int64_t heads[kAttnRows];
     for (int r = 0; r < kAttnRows; ++r) {
       const int64_t row = first + std::min(r, t.rows - 1);
       const int64_t tok = row / s.group;
       const int64_t h = hk * s.group + row % s.group;
       tokens[r] = tok;
+      heads[r] = h;
       if (r >= t.rows) continue;
       const auto* qrow = reinterpret_cast<const float*>(elem_ptr(q, 0, tok, h, 0));
       vk.scale_f32(qbuf + r * s.hd, qrow, scale, s.hd);
@@ -176,6 +185,20 @@ void attention_compute(Tensor* node, const KernelParams& p) {
     if (t.n == 0) {
       for (int r = 0; r < t.rows; ++r) std::fill(t.out[r], t.out[r] + s.hd, 0.0f);
       continue;
+    }
+    if (alibi_rows) {  // each row's visible mask times its head's slope
+      for (int r = 0; r < kAttnRows; ++r) {
+        if (r >= t.rows) {
+          t.mask_off[r] = t.mask_off[t.rows - 1];
+          continue;
+        }
+        const float slope = alibi_slope(heads[r], s.n_head, ap.max_bias);
+        const float* m = t.mask + t.mask_off[r];
+        float* dst = alibi_rows + size_t(r) * size_t(t.n);
+        for (int64_t c = 0; c < t.n; ++c) dst[c] = m[c] == -INFINITY ? -INFINITY : slope * m[c];
+        t.mask_off[r] = int32_t(r * t.n);
+      }
+      t.mask = alibi_rows;
     }
     if (direct) {
       const Tensor* kc = node->src[1];

@@ -77,4 +77,22 @@ void gelu_compute(Tensor* node, const KernelParams& p) {
   for_each_row(node, p, vec_kernels().gelu_f32);
 }
 
+// These two are memory-bound one-pass loops the compiler vectorises at any level; no
+// per-level kernels.
+void relu_sqr_compute(Tensor* node, const KernelParams& p) {
+  for_each_row(node, p, [](float* y, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float r = x[i] > 0.0f ? x[i] : 0.0f;
+      y[i] = r * r;
+    }
+  });
+}
+
+void clamp_compute(Tensor* node, const KernelParams& p) {
+  const ClampParams c = std::get<ClampParams>(node->params);
+  for_each_row(node, p, [c](float* y, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] < c.lo ? c.lo : (x[i] > c.hi ? c.hi : x[i]);
+  });
+}
+
 }  // namespace tessera::cpu

@@ -1,4 +1,4 @@
-// Elementwise kernels: add, mul (with broadcasting), scale, silu, gelu.
+// Elementwise kernels: add, mul (with broadcasting), scale, silu, gelu, relu_sqr, clamp.
 #pragma once
 
 #include "backend/cpu/op_table.h"
@@ -14,5 +14,7 @@ bool unary_supports(const Tensor* node);
 void scale_compute(Tensor* node, const KernelParams& p);
 void silu_compute(Tensor* node, const KernelParams& p);
 void gelu_compute(Tensor* node, const KernelParams& p);
+void relu_sqr_compute(Tensor* node, const KernelParams& p);
+void clamp_compute(Tensor* node, const KernelParams& p);
 
 }  // namespace tessera::cpu

@@ -9,13 +9,15 @@
 namespace tessera::cpu {
 namespace {
 
-// cos/sin of theta_i = pos * freq_scale * freq_base^(-2i/n_dims), i < n_dims/2, computed
-// in double and rounded once.
-void fill_cache(const RopeParams& rp, int32_t pos, float* cos_out, float* sin_out) {
+// cos/sin of theta_i = pos * freq_scale * freq_base^(-2i/n_dims) / factors[i] (factors
+// null: 1), i < n_dims/2, computed in double and rounded once.
+void fill_cache(const RopeParams& rp, int32_t pos, const float* factors, float* cos_out,
+                float* sin_out) {
   const int64_t half = rp.n_dims / 2;
   for (int64_t i = 0; i < half; ++i) {
     const double inv_freq = std::pow(double(rp.freq_base), -2.0 * double(i) / double(rp.n_dims));
-    const double theta = double(pos) * double(rp.freq_scale) * inv_freq;
+    double theta = double(pos) * double(rp.freq_scale) * inv_freq;
+    if (factors) theta /= double(factors[i]);
     cos_out[i] = float(std::cos(theta));
     sin_out[i] = float(std::sin(theta));
   }
@@ -40,6 +42,7 @@ bool rope_supports(const Tensor* node) {
   const auto& rp = std::get<RopeParams>(node->params);
   return node->type == DType::F32 && node->nb[0] == sizeof(float) &&
          node->src[0]->type == DType::F32 && node->src[1]->type == DType::I32 &&
+         (node->src[2] == nullptr || node->src[2]->type == DType::F32) &&
          (rp.mode == RopeMode::Normal || rp.mode == RopeMode::NeoX);
 }
 
@@ -55,6 +58,7 @@ void rope_compute(Tensor* node, const KernelParams& p) {
   const RopeParams rp = std::get<RopeParams>(node->params);
   const int64_t half = rp.n_dims / 2;
   const bool neox = rp.mode == RopeMode::NeoX;
+  const float* factors = node->src[2] ? static_cast<const float*>(node->src[2]->data) : nullptr;
   float* cache = thread_scratch(p, rp.n_dims);
   int64_t cached_token = -1;
   int64_t r0, r1;
@@ -62,7 +66,7 @@ void rope_compute(Tensor* node, const KernelParams& p) {
   for (int64_t r = r0; r < r1; ++r) {
     const RowIndex ri = row_index(node, r);
     if (ri.i2 != cached_token) {
-      fill_cache(rp, read_i32(pos, ri.i2), cache, cache + half);
+      fill_cache(rp, read_i32(pos, ri.i2), factors, cache, cache + half);
       cached_token = ri.i2;
     }
     float* y = reinterpret_cast<float*>(elem_ptr(node, 0, ri.i1, ri.i2, ri.i3));
