@@ -1,0 +1,34 @@
+#include "archs/arch_test_util.h"
+
+#include <cmath>
+
+namespace tessera::test {
+
+double nmse(std::span<const float> a, std::span<const float> ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size() && i < a.size(); ++i) {
+    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
+    den += double(ref[i]) * ref[i];
+  }
+  return a.size() == ref.size() ? num / den : INFINITY;
+}
+
+const std::vector<std::string>& arch_names() {
+  // The architectures registered so far (more follow, one commit each).
+  static const std::vector<std::string> names = {"llama3"};
+  return names;
+}
+
+std::vector<ArchCase> arch_cases() {
+  std::vector<ArchCase> cases;
+  for (const std::string& a : arch_names()) {
+    for (const char* q : {"", "Q8_0", "Q4_0"}) cases.push_back({a, q});
+  }
+  return cases;
+}
+
+std::string arch_case_name(const ::testing::TestParamInfo<ArchCase>& info) {
+  return info.param.quant.empty() ? info.param.arch : info.param.arch + "_" + info.param.quant;
+}
+
+}  // namespace tessera::test
