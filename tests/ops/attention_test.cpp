@@ -3,7 +3,9 @@
 // the vector width, decode (one token) and prompt batches, causal and ragged masks, tiles
 // of 16 rows and of fewer than 4 rows (which take another path), F16 caches read directly
 // by decode tiles,
-// a token that sees no cell (zeros), and permuted queries / padded cache rows.
+// a token that sees no cell (zeros), permuted queries / padded cache rows, and ALiBi
+// (the mask holds minus the distance, scaled per head by its slope; head counts that are
+// and are not powers of two).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,13 +22,14 @@ struct AttnCase {
   bool mask = true;
   Layout q_layout = Layout::Permuted;
   Layout kv_layout = Layout::Contiguous;
+  float max_bias = 0.0f;  // ALiBi when > 0
 };
 
 std::ostream& operator<<(std::ostream& os, const AttnCase& c) {
   return os << "hd " << c.hd << " tokens " << c.n_tokens << " heads " << c.n_head << "/"
             << c.n_head_kv << " n_kv " << c.n_kv << " " << dtype_name(c.kv_type)
             << (c.mask ? "" : " no mask") << " q " << layout_name(c.q_layout) << " kv "
-            << layout_name(c.kv_layout);
+            << layout_name(c.kv_layout) << (c.max_bias > 0 ? " alibi" : "");
 }
 
 constexpr DType kF16 = DType::F16;
@@ -55,7 +58,23 @@ const AttnCase kCases[] = {
     {8, 1, 8, 2, 33, kF16},                  // head size under one vector
     {96, 1, 8, 1, 161, kF16, false},         // 8 rows, 6 vectors of d, no mask
     {48, 1, 7, 1, 30, kF16, true, Layout::Permuted, Layout::Sliced},  // 7 rows, sliced cache
+    // ALiBi: 8 heads (a power of two), 6 and 12 heads (the interleaved slopes of the rest),
+    // prompt tiles, decode, F16 read directly, multi-query.
+    {64, 5, 8, 2, 40, kF16, true, Layout::Permuted, Layout::Contiguous, 8.0f},
+    {32, 7, 6, 6, 37, kF32, true, Layout::Permuted, Layout::Contiguous, 8.0f},
+    {16, 17, 12, 3, 50, kF16, true, Layout::Contiguous, Layout::Contiguous, 8.0f},
+    {64, 1, 8, 1, 33, kF16, true, Layout::Permuted, Layout::Contiguous, 8.0f},
+    {32, 3, 4, 1, 29, kF32, true, Layout::Permuted, Layout::Sliced, 4.0f},
 };
+
+// ALiBi's slope of head h, written out independently: the heads up to the largest power of
+// two n get 2^(-8/n * (h+1) * max_bias/8); the others the odd slopes of 2n heads.
+double slope(int64_t h, int64_t n_head, double max_bias) {
+  int64_t n = 1;
+  while (2 * n <= n_head) n *= 2;
+  if (h < n) return std::pow(2.0, -max_bias * double(h + 1) / double(n));
+  return std::pow(2.0, -max_bias * double(2 * (h - n) + 1) / double(2 * n));
+}
 
 const float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -79,12 +98,16 @@ TEST_P(AttentionTest, MatchesReference) {
   if (c.mask) {
     std::vector<float> m;
     for (int64_t tok = 0; tok < c.n_tokens; ++tok) {
-      for (int64_t cell = 0; cell < c.n_kv; ++cell) m.push_back(visible(c, tok, cell) ? 0.0f : kNegInf);
+      const int64_t pos = c.n_kv - c.n_tokens + tok;  // the query's position (cells: their index)
+      for (int64_t cell = 0; cell < c.n_kv; ++cell) {
+        const float bias = c.max_bias > 0 ? -float(pos - cell) : 0.0f;
+        m.push_back(visible(c, tok, cell) ? bias : kNegInf);
+      }
     }
     mask = t.input_values(DType::F32, {c.n_kv, c.n_tokens, 1, 1}, m);
   }
   const float scale = 1.0f / std::sqrt(float(c.hd));
-  Tensor* out = ops::attention(t.graph(), q, k, v, mask, scale);
+  Tensor* out = ops::attention(t.graph(), q, k, v, mask, scale, c.max_bias);
 
   Expected want;
   const int64_t group = c.n_head / c.n_head_kv;
@@ -96,7 +119,8 @@ TEST_P(AttentionTest, MatchesReference) {
       for (int64_t cell = 0; cell < c.n_kv; ++cell) {
         double dot = 0;
         for (int64_t d = 0; d < c.hd; ++d) dot += t.at(q, d, tok, h) * t.at(k, d, cell, hk);
-        s[size_t(cell)] = (mask && !visible(c, tok, cell)) ? -INFINITY : dot * scale;
+        const double bias = c.max_bias > 0 ? -slope(h, c.n_head, c.max_bias) * double(c.n_kv - c.n_tokens + tok - cell) : 0;
+        s[size_t(cell)] = (mask && !visible(c, tok, cell)) ? -INFINITY : dot * scale + bias;
         max = std::max(max, s[size_t(cell)]);
       }
       double sum = 0;

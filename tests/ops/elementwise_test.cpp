@@ -1,4 +1,5 @@
-// add, mul (broadcasting), scale, silu, gelu against double-precision references.
+// add, mul (broadcasting), scale, silu, gelu, relu_sqr, clamp against double-precision
+// references.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -145,6 +146,16 @@ TEST_P(UnaryTest, Gelu) {
       ops::gelu, [](double x) { return 0.5 * x * (1.0 + std::tanh(gelu_u(x))); },
       [](double x, double want) { return std::fabs(want) * (1.0 + std::fabs(2.0 * gelu_u(x))); },
       1e-6, -5, 5);
+}
+
+TEST_P(UnaryTest, ReluSqr) {
+  run(
+      ops::relu_sqr, [](double x) { return x > 0 ? x * x : 0.0; }, plain_mag, 1e-7, -4, 4);
+}
+
+TEST_P(UnaryTest, Clamp) {
+  run([](Graph& g, Tensor* a) { return ops::clamp(g, a, -1.25f, 0.5f); },
+      [](double x) { return std::min(std::max(x, -1.25), 0.5); }, plain_mag, 0, -3, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, UnaryTest, ::testing::ValuesIn(kUnaryCases));

@@ -94,6 +94,25 @@ TEST(KvCache, MaskFollowsSequencesAndPositions) {
   EXPECT_EQ(window, (std::vector<float>{kNo, kNo, kNo, 0, kNo, 0, 0, kNo, kNo}));
 }
 
+// ALiBi: visible cells hold minus their distance to the token; a sliding window of 2
+// positions hides cells 2 or more positions back.
+TEST(KvCache, MaskRuleAlibiAndSlidingWindow) {
+  auto kv = cache_with(6, {{0, 0, 1}, {1, 1, 3}, {2, 0, 2}, {4, 2, 2}});
+  const Pos pos[] = {1, 2, 0};
+  const SeqMask seqs[] = {1, 2, 3};
+  std::vector<float> mask(3 * 6, 123.0f);
+  kv->set_mask_rule(true, 0);
+  kv->fill_mask(pos, seqs, 0, 6, mask.data());
+  EXPECT_EQ(mask, (std::vector<float>{-1, 0, kNo, kNo, kNo, kNo,  //
+                                      kNo, -1, -2, kNo, 0, kNo,   //
+                                      0, kNo, 0, kNo, kNo, kNo}));
+  kv->set_mask_rule(false, 2);
+  kv->fill_mask(pos, seqs, 0, 6, mask.data());
+  EXPECT_EQ(mask, (std::vector<float>{0, 0, kNo, kNo, kNo, kNo,  //
+                                      kNo, 0, kNo, kNo, 0, kNo,  //
+                                      0, kNo, 0, kNo, kNo, kNo}));
+}
+
 TEST(KvCache, SequenceOperations) {
   auto kv = cache_with(8, {{0, 0, 1}, {1, 1, 1}, {2, 2, 1}, {3, 3, 1}});
   kv->seq_cp(0, 2, 1, 3);  // positions 1, 2 shared with sequence 2
