@@ -19,6 +19,11 @@ struct Arch {
   /// fixed biases, variants), and refuses combinations it cannot build; null: RoPE,
   /// normal mode, nothing to check.
   Status (*configure)(const gguf::File& file, HParams& h) = nullptr;
+  /// The reference quantizer's rules that name an architecture (quant_recipe.cpp).
+  struct QuantRules {
+    bool falcon_mixes = false;  // Falcon's K-quant mixes, and Q8_0 for its output
+    bool rule_70b = false;      // 80 layers with grouped-query attention: more bits
+  } quant = {};
 };
 
 /// The architecture named `name`, or null.

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <numeric>
 
+#include "model/arch.h"
+
 namespace tessera {
 namespace {
 
@@ -316,7 +318,9 @@ QuantModelFacts quant_model_facts(const gguf::File& file) {
   const int64_t n_head_kv = get("attention.head_count_kv", n_head);
   f.n_gqa = n_head > 0 && n_head_kv > 0 ? n_head / n_head_kv : 1;
   f.n_expert = get("expert_count", 0);
-  f.is_70b = f.arch == "llama" && f.n_layer == 80 && f.n_gqa > 1;
+  const Arch* a = find_arch(f.arch);
+  f.is_70b = a != nullptr && a->quant.rule_70b && f.n_layer == 80 && f.n_gqa > 1;
+  f.falcon = a != nullptr && a->quant.falcon_mixes;
   return f;
 }
 
@@ -355,7 +359,7 @@ std::vector<TensorPlan> plan_quantization(const QuantRecipe& recipe, const Quant
       continue;
     }
     const RuleInput in{recipe.file_type,       recipe.base, facts,
-                       facts.arch == "falcon", pos[i],      t.row_size};
+                       facts.falcon,           pos[i],      t.row_size};
     const DType want = mixes ? recipe_type(kinds[i], in) : recipe.base;
     plans.push_back(fit_rows(want, t.row_size));
   }

@@ -94,6 +94,7 @@ struct QuantModelFacts {
   int64_t n_gqa = 1;     // n_head / n_head_kv
   int64_t n_expert = 0;  // <arch>.expert_count
   bool is_70b = false;   // a LLaMA with 80 layers and grouped-query attention
+  bool falcon = false;   // the architecture takes the reference's Falcon mixes (Arch::quant)
 };
 /// Reads the facts from a file's metadata (missing keys leave the defaults).
 QuantModelFacts quant_model_facts(const gguf::File& file);

@@ -46,6 +46,6 @@ Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInpu
 
 }  // namespace
 
-extern const Arch kLlamaArch{"llama", kWeights, build};
+extern const Arch kLlamaArch{"llama", kWeights, build, nullptr, {.rule_70b = true}};
 
 }  // namespace tessera
