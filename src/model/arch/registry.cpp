@@ -4,10 +4,12 @@
 namespace tessera {
 
 extern const Arch kLlamaArch;
+extern const Arch kFalconArch, kStarcoderArch, kGpt2Arch, kGptneoxArch;
 
 namespace {
 const Arch* const kArchs[] = {
     &kLlamaArch,
+    &kFalconArch, &kStarcoderArch, &kGpt2Arch, &kGptneoxArch,
 };
 }  // namespace
 

@@ -1,0 +1,63 @@
+// Falcon: LayerNorm (with bias), a fused multi-query QKV projection, NeoX RoPE, and a
+// parallel block: attention and the GELU feed-forward both read the normed input and are
+// added to the residual together. Falcon-40B files add a second norm (attn_norm_2).
+#include "core/ops.h"
+#include "model/arch.h"
+
+namespace tessera {
+namespace {
+
+using LW = LayerWeights;
+using MW = ModelWeights;
+
+Shape embd(const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }
+
+constexpr WeightSpec kWeights[] = {
+    global("token_embd.weight", &MW::token_embd, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }),
+    global("output_norm.weight", &MW::output_norm, embd),
+    global("output_norm.bias", &MW::output_norm_b, embd),
+    // Absent when the output projection is tied to the token embedding.
+    global("output.weight", &MW::output, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }, false),
+    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, embd),
+    per_layer("blk.{}.attn_norm.bias", &LW::attn_norm_b, embd),
+    // Falcon-40B: the attention's own norm (attn_norm then feeds only the FFN).
+    per_layer("blk.{}.attn_norm_2.weight", &LW::attn_norm_2, embd, false),
+    per_layer("blk.{}.attn_norm_2.bias", &LW::attn_norm_2_b, embd, false),
+    per_layer("blk.{}.attn_qkv.weight", &LW::wqkv,
+              [](const HParams& h) { return Shape{h.n_embd, h.n_embd_q() + 2 * h.n_embd_kv(), 1, 1}; }),
+    per_layer("blk.{}.attn_output.weight", &LW::wo, [](const HParams& h) { return Shape{h.n_embd_q(), h.n_embd, 1, 1}; }),
+    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, [](const HParams& h) { return Shape{h.n_embd, h.n_ff, 1, 1}; }),
+    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, [](const HParams& h) { return Shape{h.n_ff, h.n_embd, 1, 1}; }),
+};
+
+Status configure(const gguf::File&, HParams& h) {
+  h.positions = PositionKind::Rope;
+  h.rope_mode = RopeMode::NeoX;
+  return Status::ok();
+}
+
+Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
+  Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
+  for (int64_t il = 0; il < h.n_layer; ++il) {
+    const LayerWeights& l = w.layers[size_t(il)];
+    Tensor* normed = layer_norm_block(g, x, l.attn_norm, l.attn_norm_b, h.norm_eps);
+    // As the reference: with attn_norm_2 (HF's ln_attn) the attention reads it, and the
+    // FFN keeps attn_norm (ln_mlp).
+    Tensor* attn_in = l.attn_norm_2 ? layer_norm_block(g, x, l.attn_norm_2, l.attn_norm_2_b, h.norm_eps) : normed;
+    const QkvProjections p = qkv_projections(g, h, l, attn_in);
+    Tensor* attn = attention_block(g, h, in, in.kv[size_t(il)], rope_block(g, h, w, in, p.q),
+                                   rope_block(g, h, w, in, p.k), p.v);
+    Tensor* ffn = ffn_block(g, normed, l, Activation::Gelu);
+    x = ops::add(g, x, ops::add(g, attn_output(g, l, attn), ffn));
+  }
+  x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
+  x = layer_norm_block(g, x, w.output_norm, w.output_norm_b, h.norm_eps);
+  return logits_block(g, w, x);  // [n_vocab, n_outputs]
+}
+
+}  // namespace
+
+// The reference quantizer gives Falcon its own K-quant mixes and a Q8_0 output.
+extern const Arch kFalconArch{"falcon", kWeights, build, configure, {.falcon_mixes = true}};
+
+}  // namespace tessera

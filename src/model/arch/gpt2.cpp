@@ -1,0 +1,63 @@
+// GPT-2: learned absolute position embeddings, pre-LayerNorm blocks (with biases), a
+// fused multi-head QKV projection with bias, and a GELU feed-forward with biases.
+#include "core/ops.h"
+#include "model/arch.h"
+
+namespace tessera {
+namespace {
+
+using LW = LayerWeights;
+using MW = ModelWeights;
+
+Shape embd(const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }
+Shape ff(const HParams& h) { return Shape{h.n_ff, 1, 1, 1}; }
+Shape qkv_rows(const HParams& h) { return Shape{h.n_embd_q() + 2 * h.n_embd_kv(), 1, 1, 1}; }
+
+constexpr WeightSpec kWeights[] = {
+    global("token_embd.weight", &MW::token_embd, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }),
+    global("position_embd.weight", &MW::position_embd,
+           [](const HParams& h) { return Shape{h.n_embd, h.n_ctx_train, 1, 1}; }),
+    global("output_norm.weight", &MW::output_norm, embd),
+    global("output_norm.bias", &MW::output_norm_b, embd),
+    global("output.weight", &MW::output, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }),
+    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, embd),
+    per_layer("blk.{}.attn_norm.bias", &LW::attn_norm_b, embd),
+    per_layer("blk.{}.attn_qkv.weight", &LW::wqkv,
+              [](const HParams& h) { return Shape{h.n_embd, h.n_embd_q() + 2 * h.n_embd_kv(), 1, 1}; }),
+    per_layer("blk.{}.attn_qkv.bias", &LW::bqkv, qkv_rows),
+    per_layer("blk.{}.attn_output.weight", &LW::wo, [](const HParams& h) { return Shape{h.n_embd_q(), h.n_embd, 1, 1}; }),
+    per_layer("blk.{}.attn_output.bias", &LW::bo, embd),
+    per_layer("blk.{}.ffn_norm.weight", &LW::ffn_norm, embd),
+    per_layer("blk.{}.ffn_norm.bias", &LW::ffn_norm_b, embd),
+    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, [](const HParams& h) { return Shape{h.n_embd, h.n_ff, 1, 1}; }),
+    per_layer("blk.{}.ffn_up.bias", &LW::ffn_up_b, ff),
+    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, [](const HParams& h) { return Shape{h.n_ff, h.n_embd, 1, 1}; }),
+    per_layer("blk.{}.ffn_down.bias", &LW::ffn_down_b, embd),
+};
+
+Status configure(const gguf::File&, HParams& h) {
+  h.positions = PositionKind::Learned;
+  return Status::ok();
+}
+
+Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
+  Tensor* x = input_embeddings(g, w, in);  // token + position embeddings [n_embd, n_tokens]
+  for (int64_t il = 0; il < h.n_layer; ++il) {
+    const LayerWeights& l = w.layers[size_t(il)];
+    Tensor* cur = layer_norm_block(g, x, l.attn_norm, l.attn_norm_b, h.norm_eps);
+    const QkvProjections p = qkv_projections(g, h, l, cur);
+    cur = attention_block(g, h, in, in.kv[size_t(il)], p.q, p.k, p.v);
+    x = ops::add(g, x, attn_output(g, l, cur));
+    cur = layer_norm_block(g, x, l.ffn_norm, l.ffn_norm_b, h.norm_eps);
+    x = ops::add(g, x, ffn_block(g, cur, l, Activation::Gelu));
+  }
+  x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
+  x = layer_norm_block(g, x, w.output_norm, w.output_norm_b, h.norm_eps);
+  return logits_block(g, w, x);  // [n_vocab, n_outputs]
+}
+
+}  // namespace
+
+extern const Arch kGpt2Arch{"gpt2", kWeights, build, configure};
+
+}  // namespace tessera
