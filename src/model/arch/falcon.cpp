@@ -3,6 +3,7 @@
 // added to the residual together. Falcon-40B files add a second norm (attn_norm_2).
 #include "core/ops.h"
 #include "model/arch.h"
+#include "model/weight_shapes.h"
 
 namespace tessera {
 namespace {
@@ -10,24 +11,22 @@ namespace {
 using LW = LayerWeights;
 using MW = ModelWeights;
 
-Shape embd(const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }
 
 constexpr WeightSpec kWeights[] = {
-    global("token_embd.weight", &MW::token_embd, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }),
-    global("output_norm.weight", &MW::output_norm, embd),
-    global("output_norm.bias", &MW::output_norm_b, embd),
+    global("token_embd.weight", &MW::token_embd, shapes::vocab),
+    global("output_norm.weight", &MW::output_norm, shapes::embd),
+    global("output_norm.bias", &MW::output_norm_b, shapes::embd),
     // Absent when the output projection is tied to the token embedding.
-    global("output.weight", &MW::output, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }, false),
-    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, embd),
-    per_layer("blk.{}.attn_norm.bias", &LW::attn_norm_b, embd),
+    global("output.weight", &MW::output, shapes::vocab, false),
+    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, shapes::embd),
+    per_layer("blk.{}.attn_norm.bias", &LW::attn_norm_b, shapes::embd),
     // Falcon-40B: the attention's own norm (attn_norm then feeds only the FFN).
-    per_layer("blk.{}.attn_norm_2.weight", &LW::attn_norm_2, embd, false),
-    per_layer("blk.{}.attn_norm_2.bias", &LW::attn_norm_2_b, embd, false),
-    per_layer("blk.{}.attn_qkv.weight", &LW::wqkv,
-              [](const HParams& h) { return Shape{h.n_embd, h.n_embd_q() + 2 * h.n_embd_kv(), 1, 1}; }),
-    per_layer("blk.{}.attn_output.weight", &LW::wo, [](const HParams& h) { return Shape{h.n_embd_q(), h.n_embd, 1, 1}; }),
-    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, [](const HParams& h) { return Shape{h.n_embd, h.n_ff, 1, 1}; }),
-    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, [](const HParams& h) { return Shape{h.n_ff, h.n_embd, 1, 1}; }),
+    per_layer("blk.{}.attn_norm_2.weight", &LW::attn_norm_2, shapes::embd, false),
+    per_layer("blk.{}.attn_norm_2.bias", &LW::attn_norm_2_b, shapes::embd, false),
+    per_layer("blk.{}.attn_qkv.weight", &LW::wqkv, shapes::qkv),
+    per_layer("blk.{}.attn_output.weight", &LW::wo, shapes::attn_out),
+    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, shapes::up),
+    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, shapes::down),
 };
 
 Status configure(const gguf::File&, HParams& h) {

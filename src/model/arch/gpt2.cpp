@@ -2,6 +2,7 @@
 // fused multi-head QKV projection with bias, and a GELU feed-forward with biases.
 #include "core/ops.h"
 #include "model/arch.h"
+#include "model/weight_shapes.h"
 
 namespace tessera {
 namespace {
@@ -9,30 +10,25 @@ namespace {
 using LW = LayerWeights;
 using MW = ModelWeights;
 
-Shape embd(const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }
-Shape ff(const HParams& h) { return Shape{h.n_ff, 1, 1, 1}; }
-Shape qkv_rows(const HParams& h) { return Shape{h.n_embd_q() + 2 * h.n_embd_kv(), 1, 1, 1}; }
 
 constexpr WeightSpec kWeights[] = {
-    global("token_embd.weight", &MW::token_embd, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }),
-    global("position_embd.weight", &MW::position_embd,
-           [](const HParams& h) { return Shape{h.n_embd, h.n_ctx_train, 1, 1}; }),
-    global("output_norm.weight", &MW::output_norm, embd),
-    global("output_norm.bias", &MW::output_norm_b, embd),
-    global("output.weight", &MW::output, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }),
-    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, embd),
-    per_layer("blk.{}.attn_norm.bias", &LW::attn_norm_b, embd),
-    per_layer("blk.{}.attn_qkv.weight", &LW::wqkv,
-              [](const HParams& h) { return Shape{h.n_embd, h.n_embd_q() + 2 * h.n_embd_kv(), 1, 1}; }),
-    per_layer("blk.{}.attn_qkv.bias", &LW::bqkv, qkv_rows),
-    per_layer("blk.{}.attn_output.weight", &LW::wo, [](const HParams& h) { return Shape{h.n_embd_q(), h.n_embd, 1, 1}; }),
-    per_layer("blk.{}.attn_output.bias", &LW::bo, embd),
-    per_layer("blk.{}.ffn_norm.weight", &LW::ffn_norm, embd),
-    per_layer("blk.{}.ffn_norm.bias", &LW::ffn_norm_b, embd),
-    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, [](const HParams& h) { return Shape{h.n_embd, h.n_ff, 1, 1}; }),
-    per_layer("blk.{}.ffn_up.bias", &LW::ffn_up_b, ff),
-    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, [](const HParams& h) { return Shape{h.n_ff, h.n_embd, 1, 1}; }),
-    per_layer("blk.{}.ffn_down.bias", &LW::ffn_down_b, embd),
+    global("token_embd.weight", &MW::token_embd, shapes::vocab),
+    global("position_embd.weight", &MW::position_embd, shapes::positions),
+    global("output_norm.weight", &MW::output_norm, shapes::embd),
+    global("output_norm.bias", &MW::output_norm_b, shapes::embd),
+    global("output.weight", &MW::output, shapes::vocab),
+    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, shapes::embd),
+    per_layer("blk.{}.attn_norm.bias", &LW::attn_norm_b, shapes::embd),
+    per_layer("blk.{}.attn_qkv.weight", &LW::wqkv, shapes::qkv),
+    per_layer("blk.{}.attn_qkv.bias", &LW::bqkv, shapes::qkv_bias),
+    per_layer("blk.{}.attn_output.weight", &LW::wo, shapes::attn_out),
+    per_layer("blk.{}.attn_output.bias", &LW::bo, shapes::embd),
+    per_layer("blk.{}.ffn_norm.weight", &LW::ffn_norm, shapes::embd),
+    per_layer("blk.{}.ffn_norm.bias", &LW::ffn_norm_b, shapes::embd),
+    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, shapes::up),
+    per_layer("blk.{}.ffn_up.bias", &LW::ffn_up_b, shapes::ff),
+    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, shapes::down),
+    per_layer("blk.{}.ffn_down.bias", &LW::ffn_down_b, shapes::embd),
 };
 
 Status configure(const gguf::File&, HParams& h) {

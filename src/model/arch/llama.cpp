@@ -3,6 +3,7 @@
 // rope_freqs.weight, per-pair divisors of the RoPE frequencies.
 #include "core/ops.h"
 #include "model/arch.h"
+#include "model/weight_shapes.h"
 
 namespace tessera {
 namespace {
@@ -11,20 +12,20 @@ using LW = LayerWeights;
 using MW = ModelWeights;
 
 constexpr WeightSpec kWeights[] = {
-    global("token_embd.weight", &MW::token_embd, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }),
-    global("output_norm.weight", &MW::output_norm, [](const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }),
+    global("token_embd.weight", &MW::token_embd, shapes::vocab),
+    global("output_norm.weight", &MW::output_norm, shapes::embd),
     // Absent when the output projection is tied to the token embedding.
-    global("output.weight", &MW::output, [](const HParams& h) { return Shape{h.n_embd, h.n_vocab, 1, 1}; }, false),
+    global("output.weight", &MW::output, shapes::vocab, false),
     global("rope_freqs.weight", &MW::rope_freqs, [](const HParams& h) { return Shape{h.n_rot / 2, 1, 1, 1}; }, false),
-    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, [](const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }),
-    per_layer("blk.{}.attn_q.weight", &LW::wq, [](const HParams& h) { return Shape{h.n_embd, h.n_embd_q(), 1, 1}; }),
-    per_layer("blk.{}.attn_k.weight", &LW::wk, [](const HParams& h) { return Shape{h.n_embd, h.n_embd_kv(), 1, 1}; }),
-    per_layer("blk.{}.attn_v.weight", &LW::wv, [](const HParams& h) { return Shape{h.n_embd, h.n_embd_kv(), 1, 1}; }),
-    per_layer("blk.{}.attn_output.weight", &LW::wo, [](const HParams& h) { return Shape{h.n_embd_q(), h.n_embd, 1, 1}; }),
-    per_layer("blk.{}.ffn_norm.weight", &LW::ffn_norm, [](const HParams& h) { return Shape{h.n_embd, 1, 1, 1}; }),
-    per_layer("blk.{}.ffn_gate.weight", &LW::ffn_gate, [](const HParams& h) { return Shape{h.n_embd, h.n_ff, 1, 1}; }),
-    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, [](const HParams& h) { return Shape{h.n_embd, h.n_ff, 1, 1}; }),
-    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, [](const HParams& h) { return Shape{h.n_ff, h.n_embd, 1, 1}; }),
+    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, shapes::embd),
+    per_layer("blk.{}.attn_q.weight", &LW::wq, shapes::q),
+    per_layer("blk.{}.attn_k.weight", &LW::wk, shapes::kv),
+    per_layer("blk.{}.attn_v.weight", &LW::wv, shapes::kv),
+    per_layer("blk.{}.attn_output.weight", &LW::wo, shapes::attn_out),
+    per_layer("blk.{}.ffn_norm.weight", &LW::ffn_norm, shapes::embd),
+    per_layer("blk.{}.ffn_gate.weight", &LW::ffn_gate, shapes::up),
+    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, shapes::up),
+    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, shapes::down),
 };
 
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {

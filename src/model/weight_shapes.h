@@ -1,0 +1,33 @@
+// The tensor shapes the architectures' lists share, as ShapeFn functions of the
+// hyper-parameters (ggml order: [row length, rows]). An architecture with a shape of its
+// own writes it in its file.
+#pragma once
+
+#include "model/hparams.h"
+
+namespace tessera::shapes {
+
+/// [n_embd]: norm weights and biases, and biases of projections into the residual.
+inline Shape embd(const HParams& h) { return {h.n_embd, 1, 1, 1}; }
+/// [n_ff]: the up projection's bias.
+inline Shape ff(const HParams& h) { return {h.n_ff, 1, 1, 1}; }
+/// [n_embd, n_vocab]: token_embd and output.
+inline Shape vocab(const HParams& h) { return {h.n_embd, h.n_vocab, 1, 1}; }
+/// [n_embd, n_ctx_train]: learned absolute positions (position_embd).
+inline Shape positions(const HParams& h) { return {h.n_embd, h.n_ctx_train, 1, 1}; }
+/// [n_embd, n_embd_q] and [n_embd, n_embd_kv]: attn_q, attn_k, attn_v.
+inline Shape q(const HParams& h) { return {h.n_embd, h.n_embd_q(), 1, 1}; }
+inline Shape kv(const HParams& h) { return {h.n_embd, h.n_embd_kv(), 1, 1}; }
+/// Their biases.
+inline Shape q_bias(const HParams& h) { return {h.n_embd_q(), 1, 1, 1}; }
+inline Shape kv_bias(const HParams& h) { return {h.n_embd_kv(), 1, 1, 1}; }
+/// [n_embd, n_embd_q + 2 n_embd_kv]: a fused attn_qkv (rows q, then k, then v), and its bias.
+inline Shape qkv(const HParams& h) { return {h.n_embd, h.n_embd_q() + 2 * h.n_embd_kv(), 1, 1}; }
+inline Shape qkv_bias(const HParams& h) { return {h.n_embd_q() + 2 * h.n_embd_kv(), 1, 1, 1}; }
+/// [n_embd_q, n_embd]: attn_output.
+inline Shape attn_out(const HParams& h) { return {h.n_embd_q(), h.n_embd, 1, 1}; }
+/// [n_embd, n_ff] and [n_ff, n_embd]: ffn_gate / ffn_up, and ffn_down.
+inline Shape up(const HParams& h) { return {h.n_embd, h.n_ff, 1, 1}; }
+inline Shape down(const HParams& h) { return {h.n_ff, h.n_embd, 1, 1}; }
+
+}  // namespace tessera::shapes
