@@ -11,7 +11,6 @@ namespace {
 using LW = LayerWeights;
 using MW = ModelWeights;
 
-
 constexpr WeightSpec kWeights[] = {
     global("token_embd.weight", &MW::token_embd, shapes::vocab),
     global("output_norm.weight", &MW::output_norm, shapes::embd),

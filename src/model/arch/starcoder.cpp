@@ -11,7 +11,6 @@ namespace {
 using LW = LayerWeights;
 using MW = ModelWeights;
 
-
 constexpr WeightSpec kWeights[] = {
     global("token_embd.weight", &MW::token_embd, shapes::vocab),
     global("position_embd.weight", &MW::position_embd, shapes::positions),
