@@ -23,7 +23,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   if (!hp) return hp.status().with_context(path);
   impl->hparams = *hp;
   impl->arch = find_arch(hp->arch);
-  if (impl->arch == nullptr) {
+  if (!impl->arch) {
     return Status::error(path + ": model: architecture '" + hp->arch +
                          "' is not supported (supported: " + registered_arch_names() + ")");
   }
