@@ -28,6 +28,11 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
     fg->embeddings = hidden;
   }
   fg->graph.expand(fg->logits);
+  // Every input gets memory, read or not: the runtime sets them all (ALiBi models never
+  // read the positions).
+  for (Tensor* t : {fg->in.tokens, fg->in.positions, fg->in.kv_slots, fg->in.kq_mask, fg->in.out_ids}) {
+    fg->graph.expand(t);
+  }
   fg->plan = plan_graph_memory(fg->graph, backend_.alignment());
   ++n_built_;
   return fg;

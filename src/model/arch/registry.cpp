@@ -4,11 +4,13 @@
 namespace tessera {
 
 extern const Arch kLlamaArch;
+extern const Arch kMptArch, kBloomArch, kRefactArch, kBaichuanArch;
 extern const Arch kFalconArch, kStarcoderArch, kGpt2Arch, kGptneoxArch;
 
 namespace {
 const Arch* const kArchs[] = {
     &kLlamaArch,
+    &kMptArch, &kBloomArch, &kRefactArch, &kBaichuanArch,
     &kFalconArch, &kStarcoderArch, &kGpt2Arch, &kGptneoxArch,
 };
 }  // namespace
