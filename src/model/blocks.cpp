@@ -193,6 +193,34 @@ Tensor* ffn_block(Graph& g, Tensor* x, const LayerWeights& l, Activation act) {
   return l.ffn_down_b ? ops::add(g, out, l.ffn_down_b) : out;
 }
 
+Tensor* norm_block(Graph& g, const HParams& h, NormKind kind, Tensor* x, Tensor* w, Tensor* b) {
+  return kind == NormKind::Rms ? rms_norm_block(g, x, w, b, h.rms_eps) : layer_norm_block(g, x, w, b, h.norm_eps);
+}
+
+Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
+                      int64_t il, Tensor* x, NormKind norm, Activation act) {
+  const LayerWeights& l = w.layers[size_t(il)];
+  const bool rope = h.positions == PositionKind::Rope;
+  Tensor* cur = norm_block(g, h, norm, x, l.attn_norm, l.attn_norm_b);
+  const QkvProjections p = qkv_projections(g, h, l, cur);  // one mul_mat when l.wqkv is set
+  cur = attention_block(g, h, in, in.kv[size_t(il)], rope ? rope_block(g, h, w, in, p.q) : p.q,
+                        rope ? rope_block(g, h, w, in, p.k) : p.k, p.v);
+  Tensor* attn = attn_output(g, l, cur);
+  if (h.parallel_residual) {
+    cur = norm_block(g, h, norm, x, l.ffn_norm, l.ffn_norm_b);
+    return ops::add(g, x, ops::add(g, attn, ffn_block(g, cur, l, act)));
+  }
+  x = ops::add(g, x, attn);
+  cur = norm_block(g, h, norm, x, l.ffn_norm, l.ffn_norm_b);
+  return ops::add(g, x, ffn_block(g, cur, l, act));
+}
+
+Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
+                      Tensor* x, NormKind norm) {
+  x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
+  return logits_block(g, w, norm_block(g, h, norm, x, w.output_norm, w.output_norm_b));
+}
+
 Tensor* logits_block(Graph& g, const ModelWeights& w, Tensor* x) {
   return ops::mul_mat(g, w.output ? w.output : w.token_embd, x);
 }

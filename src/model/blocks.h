@@ -100,6 +100,25 @@ enum class Activation {
 /// Then + b_down when the layer has it.
 Tensor* ffn_block(Graph& g, Tensor* x, const LayerWeights& l, Activation act);
 
+/// A layer's normalisation: RMSNorm (eps HParams::rms_eps) or LayerNorm (norm_eps).
+enum class NormKind { Rms, Layer };
+
+/// norm(x) * w (+ b when given), of `kind`, with the model's epsilon for it.
+Tensor* norm_block(Graph& g, const HParams& h, NormKind kind, Tensor* x, Tensor* w, Tensor* b);
+
+/// Layer `il` in the shape most architectures share, on the residual stream x: the
+/// attention reads norm(x) (attn_norm, attn_norm_b), with q and k rotated when
+/// h.positions is Rope; the feed-forward reads norm(.) (ffn_norm, ffn_norm_b).
+/// Sequential (x += attn, then x += ffn of the new x), or with h.parallel_residual both
+/// read the layer's input: x + attn(norm1 x) + ffn(norm2 x).
+Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
+                      int64_t il, Tensor* x, NormKind norm, Activation act);
+
+/// The end of a build: the rows of the output tokens, the output norm (output_norm,
+/// output_norm_b), and their logits (logits_block).
+Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
+                      Tensor* x, NormKind norm);
+
 /// The logits [n_vocab, n_outputs] of the final hidden states x [n_embd, n_outputs]:
 /// output x, or token_embd x when the output is tied. (The runtime reads the hidden
 /// states as this mul_mat's second source.)

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ struct ArchCase {
   /// The README's bounds: 1e-5 for F16/F32 files, 1e-3 for quantized ones.
   double max_nmse() const { return quant.empty() ? 1e-5 : 1e-3; }
 };
+
+/// How gtest prints a case: its file stem.
+inline void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.stem(); }
 
 /// sum((a-b)^2) / sum(b^2).
 double nmse(std::span<const float> a, std::span<const float> ref);

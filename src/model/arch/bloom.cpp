@@ -1,7 +1,6 @@
 // BLOOM: GPT-2-style blocks (pre-LayerNorm with biases, a fused QKV projection with bias, a
 // GELU feed-forward with biases) with ALiBi positions instead of learned ones, and an extra
 // LayerNorm (token_embd_norm) on the token embeddings.
-#include "core/ops.h"
 #include "model/arch.h"
 #include "model/weight_shapes.h"
 
@@ -44,17 +43,9 @@ Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInpu
   Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
   x = layer_norm_block(g, x, w.token_embd_norm, w.token_embd_norm_b, h.norm_eps);
   for (int64_t il = 0; il < h.n_layer; ++il) {
-    const LayerWeights& l = w.layers[size_t(il)];
-    Tensor* cur = layer_norm_block(g, x, l.attn_norm, l.attn_norm_b, h.norm_eps);
-    const QkvProjections p = qkv_projections(g, h, l, cur);
-    cur = attention_block(g, h, in, in.kv[size_t(il)], p.q, p.k, p.v);
-    x = ops::add(g, x, attn_output(g, l, cur));
-    cur = layer_norm_block(g, x, l.ffn_norm, l.ffn_norm_b, h.norm_eps);
-    x = ops::add(g, x, ffn_block(g, cur, l, Activation::Gelu));
+    x = decoder_layer(g, h, w, in, il, x, NormKind::Layer, Activation::Gelu);
   }
-  x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
-  x = layer_norm_block(g, x, w.output_norm, w.output_norm_b, h.norm_eps);
-  return logits_block(g, w, x);  // [n_vocab, n_outputs]
+  return output_logits(g, h, w, in, x, NormKind::Layer);
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 // Refact: the LLaMA layout (pre-RMSNorm blocks, separate q/k/v projections with one K/V head,
 // a SwiGLU feed-forward) with ALiBi positions instead of RoPE.
-#include "core/ops.h"
 #include "model/arch.h"
 #include "model/weight_shapes.h"
 
@@ -36,17 +35,9 @@ Status configure(const gguf::File& file, HParams& h) {
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
   Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
   for (int64_t il = 0; il < h.n_layer; ++il) {
-    const LayerWeights& l = w.layers[size_t(il)];
-    Tensor* cur = rms_norm_block(g, x, l.attn_norm, nullptr, h.rms_eps);
-    const QkvProjections p = qkv_projections(g, h, l, cur);  // one mul_mat when l.wqkv is set
-    cur = attention_block(g, h, in, in.kv[size_t(il)], p.q, p.k, p.v);
-    x = ops::add(g, x, attn_output(g, l, cur));
-    cur = rms_norm_block(g, x, l.ffn_norm, nullptr, h.rms_eps);
-    x = ops::add(g, x, ffn_block(g, cur, l, Activation::Silu));
+    x = decoder_layer(g, h, w, in, il, x, NormKind::Rms, Activation::Silu);
   }
-  x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
-  x = rms_norm_block(g, x, w.output_norm, nullptr, h.rms_eps);
-  return logits_block(g, w, x);  // [n_vocab, n_outputs]
+  return output_logits(g, h, w, in, x, NormKind::Rms);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // StarCoder (GPT-BigCode): GPT-2 with multi-query attention: learned absolute positions,
 // pre-LayerNorm blocks (with biases), a fused QKV projection with bias (one K/V head), and
 // a GELU feed-forward with biases. The output projection may be tied to the embedding.
-#include "core/ops.h"
 #include "model/arch.h"
 #include "model/weight_shapes.h"
 
@@ -38,19 +37,11 @@ Status configure(const gguf::File&, HParams& h) {
 }
 
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
-  Tensor* x = input_embeddings(g, w, in);  // token + position embeddings [n_embd, n_tokens]
+  Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
   for (int64_t il = 0; il < h.n_layer; ++il) {
-    const LayerWeights& l = w.layers[size_t(il)];
-    Tensor* cur = layer_norm_block(g, x, l.attn_norm, l.attn_norm_b, h.norm_eps);
-    const QkvProjections p = qkv_projections(g, h, l, cur);
-    cur = attention_block(g, h, in, in.kv[size_t(il)], p.q, p.k, p.v);
-    x = ops::add(g, x, attn_output(g, l, cur));
-    cur = layer_norm_block(g, x, l.ffn_norm, l.ffn_norm_b, h.norm_eps);
-    x = ops::add(g, x, ffn_block(g, cur, l, Activation::Gelu));
+    x = decoder_layer(g, h, w, in, il, x, NormKind::Layer, Activation::Gelu);
   }
-  x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
-  x = layer_norm_block(g, x, w.output_norm, w.output_norm_b, h.norm_eps);
-  return logits_block(g, w, x);  // [n_vocab, n_outputs]
+  return output_logits(g, h, w, in, x, NormKind::Layer);
 }
 
 }  // namespace
