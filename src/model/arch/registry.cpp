@@ -6,12 +6,14 @@ namespace tessera {
 extern const Arch kLlamaArch;
 extern const Arch kMptArch, kBloomArch, kRefactArch, kBaichuanArch;
 extern const Arch kFalconArch, kStarcoderArch, kGpt2Arch, kGptneoxArch;
+extern const Arch kQwen2Arch, kPhi3Arch, kGemmaArch;
 
 namespace {
 const Arch* const kArchs[] = {
     &kLlamaArch,
     &kMptArch, &kBloomArch, &kRefactArch, &kBaichuanArch,
     &kFalconArch, &kStarcoderArch, &kGpt2Arch, &kGptneoxArch,
+    &kQwen2Arch, &kPhi3Arch, &kGemmaArch,
 };
 }  // namespace
 
