@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -68,7 +69,9 @@ TEST_P(ArchGolden, MatchesReference) {
     ASSERT_EQ(logits.size(), ref_logits.size());
     const double e = test::nmse(logits, ref_logits);
     EXPECT_LE(e, max_nmse) << "logits after the prompt";
-    RecordProperty("nmse_t" + std::to_string(threads) + "_b" + std::to_string(batch), std::to_string(e));
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3e", e);
+    RecordProperty("nmse_t" + std::to_string(threads) + "_b" + std::to_string(batch), text);
 
     for (size_t step = 0; step < steps.size(); ++step) {
       const std::span<const float> l = (*ctx)->logits();

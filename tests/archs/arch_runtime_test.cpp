@@ -206,7 +206,9 @@ TEST_P(ArchQuantize, MatchesTheReferenceQuantizer) {
   ASSERT_TRUE(ctx->decode(golden["prompt_ids"].get<std::vector<TokenId>>()).is_ok());
   const double e = test::nmse(ctx->logits(), golden["logits_last_prompt"].get<std::vector<float>>());
   EXPECT_LE(e, c.max_nmse());
-  RecordProperty("nmse", std::to_string(e));
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3e", e);
+  RecordProperty("nmse", text);
   std::remove(out.c_str());
 }
 
