@@ -94,5 +94,19 @@ TEST_P(ArchGolden, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, ArchGolden, ::testing::ValuesIn(test::arch_cases()), test::arch_case_name);
 
+// The table above covers every golden file the reference data holds.
+TEST(ArchGoldenFiles, EveryFileIsInTheTable) {
+  const std::filesystem::path dir = test::shared_dir() + "/archs/golden";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "shared folder absent: " << dir;
+  std::set<std::string> listed;
+  for (const ArchCase& c : test::arch_cases()) listed.insert(c.golden());
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.ends_with(".hello.json")) {
+      EXPECT_TRUE(listed.count(name)) << name << " is not tested";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera

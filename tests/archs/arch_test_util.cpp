@@ -14,8 +14,9 @@ double nmse(std::span<const float> a, std::span<const float> ref) {
 }
 
 const std::vector<std::string>& arch_names() {
-  // The architectures registered so far (more follow, one commit each).
-  static const std::vector<std::string> names = {"falcon", "baichuan", "starcoder", "refact", "llama3", "gpt2", "gptneox", "mpt", "bloom", "qwen2", "phi3", "gemma"};
+  static const std::vector<std::string> names = {
+      "falcon", "baichuan", "starcoder", "refact", "persimmon", "llama3", "gpt2",
+      "gptneox", "mpt", "bloom", "qwen2", "phi3", "gemma"};
   return names;
 }
 

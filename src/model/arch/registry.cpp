@@ -4,16 +4,34 @@
 namespace tessera {
 
 extern const Arch kLlamaArch;
-extern const Arch kMptArch, kBloomArch, kRefactArch, kBaichuanArch;
-extern const Arch kFalconArch, kStarcoderArch, kGpt2Arch, kGptneoxArch;
-extern const Arch kQwen2Arch, kPhi3Arch, kGemmaArch;
+extern const Arch kFalconArch;
+extern const Arch kBaichuanArch;
+extern const Arch kStarcoderArch;
+extern const Arch kRefactArch;
+extern const Arch kPersimmonArch;
+extern const Arch kGpt2Arch;
+extern const Arch kGptneoxArch;
+extern const Arch kMptArch;
+extern const Arch kBloomArch;
+extern const Arch kQwen2Arch;
+extern const Arch kPhi3Arch;
+extern const Arch kGemmaArch;
 
 namespace {
 const Arch* const kArchs[] = {
     &kLlamaArch,
-    &kMptArch, &kBloomArch, &kRefactArch, &kBaichuanArch,
-    &kFalconArch, &kStarcoderArch, &kGpt2Arch, &kGptneoxArch,
-    &kQwen2Arch, &kPhi3Arch, &kGemmaArch,
+    &kFalconArch,
+    &kBaichuanArch,
+    &kStarcoderArch,
+    &kRefactArch,
+    &kPersimmonArch,
+    &kGpt2Arch,
+    &kGptneoxArch,
+    &kMptArch,
+    &kBloomArch,
+    &kQwen2Arch,
+    &kPhi3Arch,
+    &kGemmaArch,
 };
 }  // namespace
 
@@ -29,5 +47,7 @@ std::string registered_arch_names() {
   for (const Arch* a : kArchs) names += (names.empty() ? "" : ", ") + std::string(a->name);
   return names;
 }
+
+std::span<const Arch* const> registered_archs() { return kArchs; }
 
 }  // namespace tessera
