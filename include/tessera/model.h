@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessera/status.h"
 
@@ -55,5 +56,8 @@ class Model {
   explicit Model(std::unique_ptr<detail::ModelImpl> impl);
   std::unique_ptr<detail::ModelImpl> impl_;
 };
+
+/// The architectures Model::load builds (general.architecture values), in registry order.
+std::vector<std::string> architecture_names();
 
 }  // namespace tessera

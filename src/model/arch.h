@@ -30,5 +30,7 @@ struct Arch {
 const Arch* find_arch(std::string_view name);
 /// Names of all registered architectures, for error messages.
 std::string registered_arch_names();
+/// Every registered architecture, in registry order.
+std::span<const Arch* const> registered_archs();
 
 }  // namespace tessera

@@ -69,4 +69,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
 
+std::vector<std::string> architecture_names() {
+  std::vector<std::string> names;
+  for (const Arch* a : registered_archs()) names.emplace_back(a->name);
+  return names;
+}
+
 }  // namespace tessera

@@ -1,18 +1,20 @@
-// `tessera synth`: writes a random-weight LLaMA GGUF of a chosen shape with a generated
-// SentencePiece-style vocabulary. Deterministic for a seed; no network needed.
+// `tessera synth`: writes a random-weight GGUF of any architecture tessera builds (LLaMA
+// by default), of a chosen shape, with a generated SentencePiece-style vocabulary or a
+// copied one. Deterministic for a seed; no network needed. The tensors come from the
+// architecture's own list (tessera/synth.h): nothing here is per architecture.
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <set>
 #include <unistd.h>
 
 #include "commands.h"
 #include "synth_vocab.h"
 #include "tessera/gguf.h"
+#include "tessera/model.h"
 #include "tessera/quantize.h"
+#include "tessera/synth.h"
 
 namespace tessera::cli {
 namespace {
@@ -28,6 +30,7 @@ const std::map<std::string, Shape> kPresets = {
 };
 
 struct SynthOptions {
+  std::string arch = "llama";
   std::string preset = "mini";
   std::string out;
   std::string type = "f16";
@@ -35,87 +38,6 @@ struct SynthOptions {
   Shape shape{};
   std::string vocab_from;
   std::string quantize_to;  // set when --type names a quantization recipe
-};
-
-/// splitmix64: a tiny, fast, well-mixed generator; Box-Muller on top for normals.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : s_(seed) {}
-  uint64_t next() {
-    uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float uniform() { return float((next() >> 40) + 1) * (1.0f / 16777217.0f); }  // (0, 1)
-  float normal() {
-    const float u = uniform(), v = uniform();
-    return std::sqrt(-2.0f * std::log(u)) * std::cos(6.2831853f * v);
-  }
-
- private:
-  uint64_t s_;
-};
-
-struct Synthesizer {
-  const SynthOptions& o;
-  DType type;
-  gguf::Writer writer;
-  std::vector<std::vector<uint8_t>> storage;  // tensor bytes, alive until write()
-  Rng rng;
-  bool progress = isatty(fileno(stderr)) != 0;  // a progress line only on a terminal
-
-  void add(const std::string& name, std::array<int64_t, 4> ne, int n_dims, float stddev, float mean) {
-    const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
-    const DType t = n_dims == 1 ? DType::F32 : type;  // norms stay F32
-    std::vector<float> values(static_cast<size_t>(n));
-    for (float& v : values) v = mean + stddev * rng.normal();
-    std::vector<uint8_t>& bytes = storage.emplace_back(dtype_row_size(t, ne[0]) * size_t(n / ne[0]));
-    dtype_traits(t).from_float(values.data(), bytes.data(), n);
-    writer.add_tensor_ref(name, t, ne, n_dims, bytes.data(), bytes.size());
-  }
-
-  void add_weights() {
-    const Shape& s = o.shape;
-    const int64_t hd = s.n_embd / s.n_head;
-    const float w = 0.02f;
-    add("token_embd.weight", {s.n_embd, s.n_vocab, 1, 1}, 2, w, 0.0f);
-    add("output_norm.weight", {s.n_embd, 1, 1, 1}, 1, 0.0f, 1.0f);
-    add("output.weight", {s.n_embd, s.n_vocab, 1, 1}, 2, w, 0.0f);
-    for (int64_t il = 0; il < s.n_layer; ++il) {
-      const std::string p = "blk." + std::to_string(il) + ".";
-      add(p + "attn_norm.weight", {s.n_embd, 1, 1, 1}, 1, 0.0f, 1.0f);
-      add(p + "attn_q.weight", {s.n_embd, s.n_embd, 1, 1}, 2, w, 0.0f);
-      add(p + "attn_k.weight", {s.n_embd, hd * s.n_head_kv, 1, 1}, 2, w, 0.0f);
-      add(p + "attn_v.weight", {s.n_embd, hd * s.n_head_kv, 1, 1}, 2, w, 0.0f);
-      add(p + "attn_output.weight", {s.n_embd, s.n_embd, 1, 1}, 2, w, 0.0f);
-      add(p + "ffn_norm.weight", {s.n_embd, 1, 1, 1}, 1, 0.0f, 1.0f);
-      add(p + "ffn_gate.weight", {s.n_embd, s.n_ff, 1, 1}, 2, w, 0.0f);
-      add(p + "ffn_up.weight", {s.n_embd, s.n_ff, 1, 1}, 2, w, 0.0f);
-      add(p + "ffn_down.weight", {s.n_ff, s.n_embd, 1, 1}, 2, w, 0.0f);
-      if (progress) {
-        std::fprintf(stderr, "\rtessera synth: layer %lld/%lld", static_cast<long long>(il + 1),
-                     static_cast<long long>(s.n_layer));
-      }
-    }
-    if (progress) std::fprintf(stderr, "\n");
-  }
-
-  void add_hparams() {
-    const Shape& s = o.shape;
-    writer.set("general.architecture", "llama");
-    writer.set("general.name", "tessera-synth-" + o.preset);
-    writer.set("general.file_type", uint32_t(type == DType::F32 ? 0 : type == DType::F16 ? 1 : 32));
-    writer.set("llama.context_length", uint32_t(s.n_ctx));
-    writer.set("llama.embedding_length", uint32_t(s.n_embd));
-    writer.set("llama.block_count", uint32_t(s.n_layer));
-    writer.set("llama.feed_forward_length", uint32_t(s.n_ff));
-    writer.set("llama.attention.head_count", uint32_t(s.n_head));
-    writer.set("llama.attention.head_count_kv", uint32_t(s.n_head_kv));
-    writer.set("llama.rope.dimension_count", uint32_t(s.n_embd / s.n_head));
-    writer.set("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    writer.set("llama.rope.freq_base", 10000.0f);
-  }
 };
 
 Result<DType> parse_type(const std::string& name) {
@@ -161,16 +83,31 @@ int run_synth(SynthOptions& o, const std::map<std::string, int64_t>& overrides) 
   }
   if (Status s = check_shape(o.shape); !s) return fail(s.message());
 
-  Synthesizer syn{o, *type, {}, {}, Rng(o.seed)};
-  syn.add_hparams();
-  Status vs = o.vocab_from.empty() ? add_generated_vocab(syn.writer, o.shape.n_vocab)
-                                   : copy_vocab(syn.writer, o.vocab_from, &o.shape.n_vocab);
-  if (!vs) return fail(vs.message());
-  syn.add_weights();
+  SynthParams sp;
+  sp.arch = o.arch;
+  sp.name = "tessera-synth-" + o.arch + "-" + o.preset;
+  sp.n_embd = o.shape.n_embd;
+  sp.n_layer = o.shape.n_layer;
+  sp.n_head = o.shape.n_head;
+  sp.n_head_kv = o.shape.n_head_kv;
+  sp.n_ff = o.shape.n_ff;
+  sp.n_ctx = o.shape.n_ctx;
+  sp.type = *type;
+  sp.seed = o.seed;
+  sp.vocab = [&o](gguf::Writer& w) {
+    return o.vocab_from.empty() ? add_generated_vocab(w, o.shape.n_vocab)
+                                : copy_vocab(w, o.vocab_from, &o.shape.n_vocab);
+  };
+  if (isatty(fileno(stderr)) != 0) {  // a progress line only on a terminal
+    sp.progress = [](int64_t done, int64_t n) {
+      std::fprintf(stderr, "\rtessera synth: layer %lld/%lld%s", static_cast<long long>(done),
+                   static_cast<long long>(n), done == n ? "\n" : "");
+    };
+  }
   // Quantized types: write F16 next to the output, then run the quantizer's recipe on it.
   const std::string f16_path = o.out + ".f16.tmp";
   const std::string& first_path = o.quantize_to.empty() ? o.out : f16_path;
-  if (Status s = syn.writer.write(first_path); !s) return fail(s.message());
+  if (Status s = write_random_model(sp, first_path); !s) return fail(s.message());
   if (!o.quantize_to.empty()) {
     QuantizeParams qp;
     qp.type_name = o.quantize_to;
@@ -187,8 +124,11 @@ int run_synth(SynthOptions& o, const std::map<std::string, int64_t>& overrides) 
 Command add_synth(CLI::App& app) {
   auto o = std::make_shared<SynthOptions>();
   auto overrides = std::make_shared<std::map<std::string, int64_t>>();
-  CLI::App* cmd = app.add_subcommand("synth", "Write a random-weight LLaMA GGUF of a given shape");
+  CLI::App* cmd = app.add_subcommand("synth", "Write a random-weight GGUF of a given architecture and shape");
   cmd->add_option("-o,--output", o->out, "output GGUF file")->required();
+  std::string archs;
+  for (const std::string& n : architecture_names()) archs += (archs.empty() ? "" : ", ") + n;
+  cmd->add_option("--arch", o->arch, "architecture (default llama): " + archs);
   cmd->add_option("--preset", o->preset, "shape: mini, tinyllama-1.1b or llama-7b");
   cmd->add_option("--type", o->type,
                   "weight type: f32, f16, bf16, or a quantization type such as q4_0, q8_0, q4_k_m "

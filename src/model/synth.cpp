@@ -1,0 +1,130 @@
+// Random-weight models of any registered architecture, written from the architecture's
+// own tensor list: the shapes are what the loader checks, read from the hyper-parameters
+// the loader itself derives from the keys (read_hparams, then Arch::configure).
+#include "tessera/synth.h"
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "model/arch.h"
+#include "model/hparams.h"
+
+namespace tessera {
+namespace {
+
+/// splitmix64: a tiny, fast, well-mixed generator; Box-Muller on top for normals.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  float uniform() { return float((next() >> 40) + 1) * (1.0f / 16777217.0f); }  // (0, 1)
+  float normal() {
+    const float u = uniform(), v = uniform();
+    return std::sqrt(-2.0f * std::log(u)) * std::cos(6.2831853f * v);
+  }
+
+ private:
+  uint64_t s_;
+};
+
+/// The hyper-parameters the loader would derive from w's keys (no tensors yet).
+Result<HParams> loader_hparams(const gguf::Writer& w, const Arch& arch) {
+  Result<std::unique_ptr<gguf::File>> f = gguf::File::from_bytes(w.to_bytes(), "synth");
+  if (!f) return f.status();
+  Result<HParams> h = read_hparams(**f);
+  if (!h) return h.status();
+  if (arch.configure != nullptr) TESSERA_RETURN_IF_ERROR(arch.configure(**f, *h));
+  return h;
+}
+
+int shape_dims(const Shape& ne) {
+  int n = kMaxDims;
+  while (n > 1 && ne[size_t(n - 1)] == 1) --n;
+  return n;
+}
+
+}  // namespace
+
+Status write_random_model(const SynthParams& p, const std::string& path) {
+  const Arch* arch = find_arch(p.arch);
+  if (arch == nullptr) {
+    return Status::error("synth: architecture '" + p.arch + "' is not supported (supported: " +
+                         registered_arch_names() + ")");
+  }
+  if (p.type != DType::F32 && p.type != DType::F16 && p.type != DType::BF16) {
+    return Status::error("synth: weight type " + std::string(dtype_name(p.type)) +
+                         " is not f32, f16 or bf16 (quantize the written model instead)");
+  }
+  if (p.n_embd <= 0 || p.n_layer <= 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_ff <= 0 || p.n_ctx <= 0) {
+    return Status::error("synth: every dimension must be positive");
+  }
+  gguf::Writer w;
+  const std::string a = p.arch + ".";
+  w.set("general.architecture", p.arch);
+  w.set("general.name", p.name.empty() ? "tessera-synth-" + p.arch : p.name);
+  w.set("general.file_type", uint32_t(p.type == DType::F32 ? 0 : p.type == DType::F16 ? 1 : 32));
+  w.set(a + "context_length", uint32_t(p.n_ctx));
+  w.set(a + "embedding_length", uint32_t(p.n_embd));
+  w.set(a + "block_count", uint32_t(p.n_layer));
+  w.set(a + "feed_forward_length", uint32_t(p.n_ff));
+  w.set(a + "attention.head_count", uint32_t(p.n_head));
+  w.set(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
+  // Both: the architecture's norm reads the one it needs.
+  w.set(a + "attention.layer_norm_epsilon", 1e-5f);
+  w.set(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+
+  // What the architecture leaves to keys, from how it encodes positions: RoPE's dims and
+  // base where it rotates; ALiBi's bias where it reads it from a key rather than fixing it.
+  gguf::Writer trial = w;
+  trial.set(a + "vocab_size", uint32_t(1));  // any count: positions do not depend on it
+  Result<HParams> first = loader_hparams(trial, *arch);
+  if (!first) return first.status().with_context("synth");
+  if (first->positions == PositionKind::Rope) {
+    w.set(a + "rope.dimension_count", uint32_t(first->head_dim));
+    w.set(a + "rope.freq_base", 10000.0f);
+  }
+  if (first->positions == PositionKind::Alibi && first->alibi_max_bias == 0) {
+    w.set(a + "attention.max_alibi_bias", 8.0f);
+  }
+  if (p.vocab) {
+    TESSERA_RETURN_IF_ERROR(p.vocab(w));
+  } else {
+    w.set(a + "vocab_size", uint32_t(p.n_vocab));
+  }
+  Result<HParams> h = loader_hparams(w, *arch);  // the final keys, with the real n_vocab
+  if (!h) return h.status().with_context("synth");
+
+  Rng rng(p.seed);
+  std::vector<std::vector<uint8_t>> storage;  // tensor bytes, alive until write()
+  int64_t layer = -1;
+  for_each_weight(arch->weights, *h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
+    // Optional tensors are left out, except an untied output, as most real files have it
+    // (and the output projection then gets the repacked GEMM path, as in benchmarks).
+    if (!spec.required && spec.model_field != &ModelWeights::output) return;
+    if (il != layer && p.progress && il > 0) p.progress(il, h->n_layer);
+    layer = il;
+    const Shape ne = spec.shape(*h);
+    const int n_dims = shape_dims(ne);
+    const DType t = n_dims == 1 ? DType::F32 : p.type;  // norms and biases stay F32
+    // 1-D weights are norms (a multiplier of 1); biases and matrices are small.
+    const bool is_norm = n_dims == 1 && name.ends_with(".weight");
+    const float mean = is_norm ? 1.0f : 0.0f;
+    const float stddev = is_norm ? 0.0f : 0.02f;
+    const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
+    std::vector<float> values(static_cast<size_t>(n));
+    for (float& v : values) v = mean + stddev * rng.normal();
+    std::vector<uint8_t>& bytes = storage.emplace_back(dtype_row_size(t, ne[0]) * size_t(n / ne[0]));
+    dtype_traits(t).from_float(values.data(), bytes.data(), n);
+    w.add_tensor_ref(name, t, ne, n_dims, bytes.data(), bytes.size());
+  });
+  if (p.progress) p.progress(h->n_layer, h->n_layer);
+  return w.write(path);
+}
+
+}  // namespace tessera
