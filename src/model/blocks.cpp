@@ -221,6 +221,12 @@ Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const B
   return logits_block(g, w, norm_block(g, h, norm, x, w.output_norm, w.output_norm_b));
 }
 
+Tensor* decoder_stack(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
+                      Tensor* x, NormKind norm, Activation act) {
+  for (int64_t il = 0; il < h.n_layer; ++il) x = decoder_layer(g, h, w, in, il, x, norm, act);
+  return output_logits(g, h, w, in, x, norm);
+}
+
 Tensor* logits_block(Graph& g, const ModelWeights& w, Tensor* x) {
   return ops::mul_mat(g, w.output ? w.output : w.token_embd, x);
 }

@@ -119,6 +119,11 @@ Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const B
 Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                       Tensor* x, NormKind norm);
 
+/// Every layer as decoder_layer, on the input embeddings x, then output_logits: the whole
+/// build of most architectures.
+Tensor* decoder_stack(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
+                      Tensor* x, NormKind norm, Activation act);
+
 /// The logits [n_vocab, n_outputs] of the final hidden states x [n_embd, n_outputs]:
 /// output x, or token_embd x when the output is tied. (The runtime reads the hidden
 /// states as this mul_mat's second source.)

@@ -7,27 +7,18 @@
 
 #include "core/ops.h"
 #include "model/arch.h"
+#include "model/weight_lists.h"
 #include "model/weight_shapes.h"
 
 namespace tessera {
 namespace {
 
-using LW = LayerWeights;
 using MW = ModelWeights;
 
-constexpr WeightSpec kWeights[] = {
+constexpr auto kWeights = join_weights(std::array{
     global("token_embd.weight", &MW::token_embd, shapes::vocab),
     global("output_norm.weight", &MW::output_norm, shapes::embd),
-    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, shapes::embd),
-    per_layer("blk.{}.attn_q.weight", &LW::wq, shapes::q),
-    per_layer("blk.{}.attn_k.weight", &LW::wk, shapes::kv),
-    per_layer("blk.{}.attn_v.weight", &LW::wv, shapes::kv),
-    per_layer("blk.{}.attn_output.weight", &LW::wo, shapes::attn_out),
-    per_layer("blk.{}.ffn_norm.weight", &LW::ffn_norm, shapes::embd),
-    per_layer("blk.{}.ffn_gate.weight", &LW::ffn_gate, shapes::up),
-    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, shapes::up),
-    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, shapes::down),
-};
+}, kLlamaLayer);
 
 Status configure(const gguf::File&, HParams& h) {
   h.positions = PositionKind::Rope;
@@ -38,11 +29,8 @@ Status configure(const gguf::File&, HParams& h) {
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
   // The reference scales the embeddings (not the tied output) by sqrt(n_embd).
   Tensor* x = ops::scale(g, input_embeddings(g, w, in), std::sqrt(float(h.n_embd)));
-  for (int64_t il = 0; il < h.n_layer; ++il) {
-    // attention_block scales q k by 1/sqrt(head_dim), as Gemma does; GeGLU feed-forward.
-    x = decoder_layer(g, h, w, in, il, x, NormKind::Rms, Activation::Gelu);
-  }
-  return output_logits(g, h, w, in, x, NormKind::Rms);
+  // GeGLU; attention_block scales q k by 1/sqrt(head_dim), as Gemma does.
+  return decoder_stack(g, h, w, in, x, NormKind::Rms, Activation::Gelu);
 }
 
 }  // namespace

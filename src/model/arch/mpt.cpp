@@ -41,10 +41,7 @@ Status configure(const gguf::File&, HParams& h) {
 
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
   Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
-  for (int64_t il = 0; il < h.n_layer; ++il) {
-    x = decoder_layer(g, h, w, in, il, x, NormKind::Layer, Activation::Gelu);
-  }
-  return output_logits(g, h, w, in, x, NormKind::Layer);
+  return decoder_stack(g, h, w, in, x, NormKind::Layer, Activation::Gelu);
 }
 
 }  // namespace

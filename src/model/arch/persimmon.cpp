@@ -6,6 +6,7 @@
 
 #include "core/ops.h"
 #include "model/arch.h"
+#include "model/weight_lists.h"
 #include "model/weight_shapes.h"
 
 namespace tessera {
@@ -17,29 +18,16 @@ using MW = ModelWeights;
 /// [head_dim]: the per-head norms of q and k.
 Shape head(const HParams& h) { return {h.head_dim, 1, 1, 1}; }
 
-constexpr WeightSpec kWeights[] = {
+constexpr auto kWeights = join_weights(std::array{
     global("token_embd.weight", &MW::token_embd, shapes::vocab),
     global("output_norm.weight", &MW::output_norm, shapes::embd),
     global("output_norm.bias", &MW::output_norm_b, shapes::embd),
     global("output.weight", &MW::output, shapes::vocab),
-    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, shapes::embd),
-    per_layer("blk.{}.attn_norm.bias", &LW::attn_norm_b, shapes::embd),
-    // Rows per head, [q | k | v] of head 0, then head 1, ...: not qkv_projections' layout.
-    per_layer("blk.{}.attn_qkv.weight", &LW::wqkv, shapes::qkv),
-    per_layer("blk.{}.attn_qkv.bias", &LW::bqkv, shapes::qkv_bias),
     per_layer("blk.{}.attn_q_norm.weight", &LW::attn_q_norm, head),
     per_layer("blk.{}.attn_q_norm.bias", &LW::attn_q_norm_b, head),
     per_layer("blk.{}.attn_k_norm.weight", &LW::attn_k_norm, head),
     per_layer("blk.{}.attn_k_norm.bias", &LW::attn_k_norm_b, head),
-    per_layer("blk.{}.attn_output.weight", &LW::wo, shapes::attn_out),
-    per_layer("blk.{}.attn_output.bias", &LW::bo, shapes::embd),
-    per_layer("blk.{}.ffn_norm.weight", &LW::ffn_norm, shapes::embd),
-    per_layer("blk.{}.ffn_norm.bias", &LW::ffn_norm_b, shapes::embd),
-    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, shapes::up),
-    per_layer("blk.{}.ffn_up.bias", &LW::ffn_up_b, shapes::ff),
-    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, shapes::down),
-    per_layer("blk.{}.ffn_down.bias", &LW::ffn_down_b, shapes::embd),
-};
+}, kGptLayer);  // whose attn_qkv rows are per head here, [q | k | v] of head 0, then head 1, ...
 
 Status configure(const gguf::File&, HParams& h) {
   if (h.n_head_kv != h.n_head) {

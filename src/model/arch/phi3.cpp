@@ -44,11 +44,7 @@ Status configure(const gguf::File& file, HParams& h) {
 
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
   Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
-  for (int64_t il = 0; il < h.n_layer; ++il) {
-    // q, k and v are views of the fused product; the FFN is silu(gate x) * up x.
-    x = decoder_layer(g, h, w, in, il, x, NormKind::Rms, Activation::Silu);
-  }
-  return output_logits(g, h, w, in, x, NormKind::Rms);
+  return decoder_stack(g, h, w, in, x, NormKind::Rms, Activation::Silu);
 }
 
 }  // namespace

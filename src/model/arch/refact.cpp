@@ -1,29 +1,20 @@
 // Refact: the LLaMA layout (pre-RMSNorm blocks, separate q/k/v projections with one K/V head,
 // a SwiGLU feed-forward) with ALiBi positions instead of RoPE.
 #include "model/arch.h"
+#include "model/weight_lists.h"
 #include "model/weight_shapes.h"
 
 namespace tessera {
 namespace {
 
-using LW = LayerWeights;
 using MW = ModelWeights;
 
-constexpr WeightSpec kWeights[] = {
+constexpr auto kWeights = join_weights(std::array{
     global("token_embd.weight", &MW::token_embd, shapes::vocab),
     global("output_norm.weight", &MW::output_norm, shapes::embd),
     // Absent when the output projection is tied (the reference loads Refact as LLaMA).
     global("output.weight", &MW::output, shapes::vocab, false),
-    per_layer("blk.{}.attn_norm.weight", &LW::attn_norm, shapes::embd),
-    per_layer("blk.{}.attn_q.weight", &LW::wq, shapes::q),
-    per_layer("blk.{}.attn_k.weight", &LW::wk, shapes::kv),
-    per_layer("blk.{}.attn_v.weight", &LW::wv, shapes::kv),
-    per_layer("blk.{}.attn_output.weight", &LW::wo, shapes::attn_out),
-    per_layer("blk.{}.ffn_norm.weight", &LW::ffn_norm, shapes::embd),
-    per_layer("blk.{}.ffn_gate.weight", &LW::ffn_gate, shapes::up),
-    per_layer("blk.{}.ffn_up.weight", &LW::ffn_up, shapes::up),
-    per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, shapes::down),
-};
+}, kLlamaLayer);
 
 Status configure(const gguf::File& file, HParams& h) {
   h.positions = PositionKind::Alibi;
@@ -34,10 +25,7 @@ Status configure(const gguf::File& file, HParams& h) {
 
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
   Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
-  for (int64_t il = 0; il < h.n_layer; ++il) {
-    x = decoder_layer(g, h, w, in, il, x, NormKind::Rms, Activation::Silu);
-  }
-  return output_logits(g, h, w, in, x, NormKind::Rms);
+  return decoder_stack(g, h, w, in, x, NormKind::Rms, Activation::Silu);
 }
 
 }  // namespace
