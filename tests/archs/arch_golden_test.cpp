@@ -14,6 +14,7 @@
 #include <set>
 
 #include "archs/arch_test_util.h"
+#include "common/runtime_test_util.h"
 #include "common/test_util.h"
 #include "tessera/context.h"
 #include "tessera/model.h"

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "archs/arch_test_util.h"
+#include "common/runtime_test_util.h"
 #include "common/test_util.h"
 #include "tessera/batch.h"
 #include "tessera/context.h"
@@ -29,43 +30,9 @@ std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "tessera_arch_" + std::to_string(getpid()) + "_" + name;
 }
 
-std::vector<TokenId> some_tokens(size_t n, int seed, int64_t n_vocab) {
-  std::vector<TokenId> t(n);
-  uint32_t x = 2463534242u + uint32_t(seed) * 977u;
-  for (TokenId& v : t) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    v = TokenId(1 + x % uint32_t(n_vocab - 1));
-  }
-  return t;
-}
-
-std::unique_ptr<Context> make_context(const Model& m, int64_t n_ctx, int n_seq = 1, int threads = 2) {
-  ContextParams cp;
-  cp.n_ctx = n_ctx;
-  cp.n_seq_max = n_seq;
-  cp.n_threads = threads;
-  Result<std::unique_ptr<Context>> c = Context::create(m, cp);
-  EXPECT_TRUE(c.is_ok()) << c.status().message();
-  return c ? std::move(*c) : nullptr;
-}
-
-/// Logits of every token of `tokens` at positions pos0, pos0 + 1, ... in a fresh context.
-std::vector<std::vector<float>> decode_alone(const Model& m, std::span<const TokenId> tokens, Pos pos0 = 0) {
-  std::unique_ptr<Context> c = make_context(m, int64_t(tokens.size()) + pos0 + 64);
-  std::vector<std::vector<float>> out;
-  Batch b;
-  b.add_sequence(tokens, pos0, 0, /*all_outputs=*/true);
-  const Status s = c->decode(b);
-  EXPECT_TRUE(s.is_ok()) << s.message();
-  if (!s) return out;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const std::span<const float> l = c->logits_at(int64_t(i));
-    out.emplace_back(l.begin(), l.end());
-  }
-  return out;
-}
+using test::decode_alone;
+using test::make_context;
+using test::some_tokens;
 
 class ArchRuntime : public ::testing::TestWithParam<std::string> {
  protected:
@@ -137,7 +104,7 @@ TEST_P(ArchRuntime, OneAndTwoThreadsAgree) {
   const std::vector<TokenId> prompt = some_tokens(13, 5, m.info().n_vocab);
   std::vector<std::vector<float>> out;
   for (int threads : {1, 2}) {
-    std::unique_ptr<Context> c = make_context(m, 64, 1, threads);
+    std::unique_ptr<Context> c = make_context(m, 64, 1, DType::F16, false, threads);
     ASSERT_TRUE(c->decode(prompt).is_ok());
     out.emplace_back(c->logits().begin(), c->logits().end());
   }
@@ -165,7 +132,7 @@ TEST_P(ArchRuntime, ShiftsFollowThePositionEncoding) {
   std::vector<TokenId> all = prompt;
   all.push_back(next);
   // The F16 cache holds keys rotated twice (at p, then by 5) instead of once.
-  EXPECT_LE(test::nmse(c->logits(), decode_alone(m, all, 5).back()), 1e-5);
+  EXPECT_LE(test::nmse(c->logits(), decode_alone(m, all, DType::F16, 5).back()), 1e-5);
   EXPECT_TRUE(c->context_shift(0, 2).is_ok());
 }
 

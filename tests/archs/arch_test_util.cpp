@@ -1,17 +1,6 @@
 #include "archs/arch_test_util.h"
 
-#include <cmath>
-
 namespace tessera::test {
-
-double nmse(std::span<const float> a, std::span<const float> ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size() && i < a.size(); ++i) {
-    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return a.size() == ref.size() ? num / den : INFINITY;
-}
 
 const std::vector<std::string>& arch_names() {
   static const std::vector<std::string> names = {

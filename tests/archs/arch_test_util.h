@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <ostream>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -23,9 +22,6 @@ struct ArchCase {
 
 /// How gtest prints a case: its file stem.
 inline void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.stem(); }
-
-/// sum((a-b)^2) / sum(b^2).
-double nmse(std::span<const float> a, std::span<const float> ref);
 
 /// The architectures under test, each with its three files.
 const std::vector<std::string>& arch_names();

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/test_util.h"
-#include "golden/runtime_test_util.h"
+#include "common/runtime_test_util.h"
 #include "model/model_impl.h"
 #include "tessera/context.h"
 #include "tessera/sampler.h"

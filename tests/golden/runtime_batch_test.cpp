@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "golden/runtime_test_util.h"
+#include "common/runtime_test_util.h"
 #include "tessera/sampler.h"
 
 namespace tessera {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/test_util.h"
-#include "golden/runtime_test_util.h"
+#include "common/runtime_test_util.h"
 #include "model/model_impl.h"
 #include "tessera/embedding.h"
 #include "tessera/tokenizer.h"

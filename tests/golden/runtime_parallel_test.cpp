@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/test_util.h"
-#include "golden/runtime_test_util.h"
+#include "common/runtime_test_util.h"
 
 namespace tessera {
 namespace {

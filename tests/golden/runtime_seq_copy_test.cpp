@@ -2,7 +2,7 @@
 // exactly as the original (or a seq_cp share) would.
 #include <gtest/gtest.h>
 
-#include "golden/runtime_test_util.h"
+#include "common/runtime_test_util.h"
 
 namespace tessera {
 namespace {

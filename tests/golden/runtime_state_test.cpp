@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "golden/runtime_test_util.h"
+#include "common/runtime_test_util.h"
 #include "tessera/sampler.h"
 
 namespace tessera {

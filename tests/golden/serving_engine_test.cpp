@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "golden/runtime_test_util.h"
+#include "common/runtime_test_util.h"
 #include "tessera/serving.h"
 #include "tessera/tokenizer.h"
 

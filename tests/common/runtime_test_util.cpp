@@ -1,4 +1,4 @@
-#include "golden/runtime_test_util.h"
+#include "common/runtime_test_util.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -36,13 +36,14 @@ const Model* shared_model(const std::string& name) {
   return (loaded[name] = std::move(m)).get();
 }
 
-std::unique_ptr<Context> make_context(const Model& m, int64_t n_ctx, int n_seq, DType kv, bool embeddings) {
+std::unique_ptr<Context> make_context(const Model& m, int64_t n_ctx, int n_seq, DType kv, bool embeddings,
+                                      int threads) {
   ContextParams cp;
   cp.n_ctx = n_ctx;
   cp.n_seq_max = n_seq;
   cp.kv_type = kv;
   cp.embeddings = embeddings;
-  cp.n_threads = 2;
+  cp.n_threads = threads;
   Result<std::unique_ptr<Context>> c = Context::create(m, cp);
   EXPECT_TRUE(c.is_ok()) << c.status().message();
   return c ? std::move(*c) : nullptr;
@@ -76,6 +77,5 @@ std::vector<TokenId> some_tokens(size_t n, int seed, int64_t n_vocab) {
   }
   return t;
 }
-
 
 }  // namespace tessera::test

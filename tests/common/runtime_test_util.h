@@ -1,4 +1,4 @@
-// Helpers shared by the runtime suites (runtime_*_test.cpp): loading the shared
+// Helpers shared by the runtime suites (golden/runtime_*_test.cpp, archs/): loading the shared
 // models, decoding a sequence alone for reference, comparing logits, running the CLI.
 #pragma once
 
@@ -22,7 +22,7 @@ const Model* shared_model(const std::string& name);
 
 /// A context with n_ctx cells and n_seq sequences; fails the test on error.
 std::unique_ptr<Context> make_context(const Model& m, int64_t n_ctx, int n_seq = 1,
-                                      DType kv = DType::F16, bool embeddings = false);
+                                      DType kv = DType::F16, bool embeddings = false, int threads = 2);
 
 /// Logits of every token of `tokens` decoded alone (positions pos0, pos0+1, ...) in a
 /// fresh context, one row per token.
