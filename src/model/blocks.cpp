@@ -107,14 +107,16 @@ QkvProjections qkv_projections(Graph& g, const HParams& h, const LayerWeights& l
     const int64_t n_q = h.n_embd_q();
     const int64_t n_kv = h.n_embd_kv();
     TESSERA_CHECK_MSG(l.wqkv->ne[1] == n_q + 2 * n_kv, "wqkv must hold the rows of wq, wk and wv");
-    Tensor* qkv = clamped(biased(ops::mul_mat(g, l.wqkv, x), l.bqkv));  // [n_q + 2 n_kv, n_tokens]
+    const bool separate_biases = l.bq || l.bk || l.bv;  // of parts fused at load
+    Tensor* qkv = biased(ops::mul_mat(g, l.wqkv, x), l.bqkv);  // [n_q + 2 n_kv, n_tokens]
+    if (!separate_biases) qkv = clamped(qkv);
     QkvProjections p{head_rows(g, qkv, 0, hd, h.n_head), head_rows(g, qkv, n_q, hd, h.n_head_kv),
                      head_rows(g, qkv, n_q + n_kv, hd, h.n_head_kv)};
-    if (l.bq || l.bk || l.bv) {  // separate biases of parts fused at load
-      TESSERA_CHECK_MSG(h.clamp_kqv == 0, "clamp_kqv with separate q/k/v biases");
-      if (l.bq) p.q = ops::add(g, p.q, ops::reshape(g, l.bq, {hd, h.n_head, 1, 1}));
-      if (l.bk) p.k = ops::add(g, p.k, ops::reshape(g, l.bk, {hd, h.n_head_kv, 1, 1}));
-      if (l.bv) p.v = ops::add(g, p.v, ops::reshape(g, l.bv, {hd, h.n_head_kv, 1, 1}));
+    if (separate_biases) {  // each part: its bias, then the clamp
+      auto part = [&](Tensor* t, Tensor* b, int64_t heads) {
+        return clamped(b ? ops::add(g, t, ops::reshape(g, b, {hd, heads, 1, 1})) : t);
+      };
+      p = {part(p.q, l.bq, h.n_head), part(p.k, l.bk, h.n_head_kv), part(p.v, l.bv, h.n_head_kv)};
     }
     return p;
   }
