@@ -1,11 +1,16 @@
 // The op set: an enum plus one small params struct per op that needs parameters.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <variant>
 
 namespace tessera {
+
+constexpr int kMaxDims = 4;
+using Strides = std::array<size_t, kMaxDims>;
 
 enum class Op : uint8_t {
   None,       // a leaf: weight, input, or cache; has no computation
@@ -29,6 +34,16 @@ enum class Op : uint8_t {
   Concat,     // src0 and src1 joined along `dim`
   Attention,  // per head: softmax(scale q k^T + slope * mask) v; src0 q, src1 k, src2 v,
               // src3 mask; slope 1, or ALiBi's per-head slope when max_bias > 0
+  // The ops of backward graphs (src/train): gradients and what they need.
+  Acc,            // src0 (or zeros when null) with src1 added into a strided window of it
+  SumTo,          // src0 summed down to a smaller shape (the gradient of a broadcast)
+  GetRowsBack,    // zeros [src0.ne0, n_rows] with the rows of src0 added at the ids in src1
+  RmsNormBack,    // d x of rms_norm: src0 x, src1 d y
+  SoftMaxBack,    // d x of soft_max: src0 d y, src1 y (the forward result)
+  SiluBack,       // d x of silu: src0 x, src1 d y
+  AttentionBack,  // d q, d k, d v of attention, packed: src0-3 as Attention's, src4 d out
+  CrossEntropy,   // mean over rows of -log softmax(src0)[target]; src1 I32 targets (< 0: skipped)
+  CrossEntropyBack,  // d logits of cross_entropy: src0 logits, src1 targets, src2 d loss [1]
   View,       // a window into view_src (strides and offset)
   Reshape,    // same data, other shape (contiguous sources only)
   Permute,    // axes reordered
@@ -58,6 +73,7 @@ struct RopeParams {
   RopeMode mode;
   float freq_base;
   float freq_scale;
+  bool inverse = false;  // rotates by -theta: the gradient of the forward rotation
 };
 struct SoftMaxParams {
   float scale;
@@ -73,6 +89,13 @@ struct ClampParams {
   float lo;
   float hi;
 };
+struct PermuteParams {
+  std::array<int8_t, kMaxDims> axes;  // source dim i went to position axes[i]
+};
+struct AccParams {
+  Strides nb;     // the window's strides in the result's (contiguous) memory, in bytes
+  size_t offset;  // the window's first element, in bytes from the result's start
+};
 
 /// ALiBi's slope of head `h` of `n_head` for a maximum bias `max_bias` (Press et al.; the
 /// heads past the largest power of two get the interleaved slopes of twice as many heads).
@@ -80,6 +103,6 @@ float alibi_slope(int64_t h, int64_t n_head, float max_bias);
 
 using OpParams =
     std::variant<std::monostate, NormParams, ScaleParams, RopeParams, SoftMaxParams, ConcatParams,
-                 AttentionParams, ClampParams>;
+                 AttentionParams, ClampParams, AccParams, PermuteParams>;
 
 }  // namespace tessera

@@ -132,8 +132,10 @@ Tensor* cpy(Graph& g, Tensor* a, Tensor* b) {
 
 Tensor* cont(Graph& g, Tensor* a, DType type) { return new_node(g, Op::Cont, type, a->ne, a); }
 
-Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
-                  float max_bias) {
+namespace {
+
+void check_attention(const Tensor* q, const Tensor* k, const Tensor* v, const Tensor* mask,
+                     float max_bias) {
   const int64_t hd = q->ne[0];
   TESSERA_CHECK(q->type == DType::F32 && k->type == v->type);
   TESSERA_CHECK(k->ne[0] == hd && v->ne[0] == hd && k->ne[1] == v->ne[1] && k->ne[2] == v->ne[2]);
@@ -141,9 +143,16 @@ Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float
   if (mask) {
     TESSERA_CHECK(mask->type == DType::F32 && mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1]);
   }
-  Tensor* t = new_node(g, Op::Attention, DType::F32, {hd, q->ne[2], q->ne[1], 1}, q, k, v);
-  t->src[3] = mask;
   TESSERA_CHECK(max_bias >= 0 && (max_bias == 0 || mask != nullptr));
+}
+
+}  // namespace
+
+Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
+                  float max_bias) {
+  check_attention(q, k, v, mask, max_bias);
+  Tensor* t = new_node(g, Op::Attention, DType::F32, {q->ne[0], q->ne[2], q->ne[1], 1}, q, k, v);
+  t->src[3] = mask;
   t->params = AttentionParams{scale, max_bias};
   return t;
 }
@@ -158,6 +167,107 @@ Tensor* concat(Graph& g, Tensor* a, Tensor* b, int dim) {
   Tensor* t = new_node(g, Op::Concat, DType::F32, ne, a, b);
   t->params = ConcatParams{dim};
   return t;
+}
+
+namespace {
+
+// The window of b (extents b.ne, strides nb, offset) lies inside a dense F32 [ne].
+bool window_fits(const Shape& ne, const Tensor* b, const Strides& nb, size_t offset) {
+  size_t last = offset;
+  for (int i = 0; i < kMaxDims; ++i) {
+    if (b->ne[i] == 0) return true;
+    last += size_t(b->ne[i] - 1) * nb[i];
+  }
+  return offset % sizeof(float) == 0 && last + sizeof(float) <= size_t(ne[0] * ne[1] * ne[2] * ne[3]) * sizeof(float);
+}
+
+Tensor* acc_node(Graph& g, Tensor* a, const Shape& ne, Tensor* b, const Strides& nb, size_t offset) {
+  TESSERA_CHECK(b->type == DType::F32 && (a == nullptr || a->type == DType::F32));
+  TESSERA_CHECK_MSG(window_fits(ne, b, nb, offset), "acc: the window lies outside the result");
+  for (size_t s : nb) TESSERA_CHECK(s % sizeof(float) == 0);
+  Tensor* t = new_node(g, Op::Acc, DType::F32, ne, a, b);
+  t->params = AccParams{nb, offset};
+  return t;
+}
+
+}  // namespace
+
+Tensor* acc(Graph& g, Tensor* a, Tensor* b, const Strides& nb, size_t offset) {
+  return acc_node(g, a, a->ne, b, nb, offset);
+}
+
+Tensor* acc_zeros(Graph& g, const Shape& ne, Tensor* b, const Strides& nb, size_t offset) {
+  return acc_node(g, nullptr, ne, b, nb, offset);
+}
+
+Tensor* sum_to(Graph& g, Tensor* a, const Shape& ne) {
+  TESSERA_CHECK(a->type == DType::F32);
+  for (int i = 0; i < kMaxDims; ++i) TESSERA_CHECK(ne[i] > 0 && a->ne[i] % ne[i] == 0);
+  return new_node(g, Op::SumTo, DType::F32, ne, a);
+}
+
+Tensor* get_rows_back(Graph& g, Tensor* dy, Tensor* ids, int64_t n_rows) {
+  TESSERA_CHECK(dy->type == DType::F32 && ids->type == DType::I32);
+  TESSERA_CHECK(ids->nelements() == dy->ne[1] && dy->ne[2] == 1 && dy->ne[3] == 1 && n_rows > 0);
+  return new_node(g, Op::GetRowsBack, DType::F32, {dy->ne[0], n_rows, 1, 1}, dy, ids);
+}
+
+Tensor* rms_norm_back(Graph& g, Tensor* x, Tensor* dy, float eps) {
+  TESSERA_CHECK(x->type == DType::F32 && dy->type == DType::F32 && x->same_shape(*dy));
+  Tensor* t = new_node(g, Op::RmsNormBack, DType::F32, x->ne, x, dy);
+  t->params = NormParams{eps};
+  return t;
+}
+
+Tensor* soft_max_back(Graph& g, Tensor* dy, Tensor* y, float scale) {
+  TESSERA_CHECK(dy->type == DType::F32 && y->type == DType::F32 && dy->same_shape(*y));
+  Tensor* t = new_node(g, Op::SoftMaxBack, DType::F32, y->ne, dy, y);
+  t->params = SoftMaxParams{scale};
+  return t;
+}
+
+Tensor* silu_back(Graph& g, Tensor* x, Tensor* dy) {
+  TESSERA_CHECK(x->type == DType::F32 && dy->type == DType::F32 && x->same_shape(*dy));
+  return new_node(g, Op::SiluBack, DType::F32, x->ne, x, dy);
+}
+
+Tensor* rope_back(Graph& g, Tensor* dy, Tensor* pos, int n_dims, RopeMode mode, float freq_base,
+                  float freq_scale, Tensor* freq_factors) {
+  Tensor* t = rope(g, dy, pos, n_dims, mode, freq_base, freq_scale, freq_factors);
+  std::get<RopeParams>(t->params).inverse = true;
+  return t;
+}
+
+AttentionGrads attention_back(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask,
+                              Tensor* dout, float scale, float max_bias) {
+  TESSERA_CHECK(q->type == DType::F32 && k->type == DType::F32 && v->type == DType::F32);
+  TESSERA_CHECK(dout->type == DType::F32 && dout->ne[0] == q->ne[0] && dout->ne[1] == q->ne[2] &&
+                dout->ne[2] == q->ne[1] && dout->ne[3] == 1);
+  check_attention(q, k, v, mask, max_bias);
+  const int64_t n_q = q->ne[0] * q->ne[1] * q->ne[2];
+  const int64_t n_k = k->ne[0] * k->ne[1] * k->ne[2];
+  Tensor* packed = new_node(g, Op::AttentionBack, DType::F32, {n_q + 2 * n_k, 1, 1, 1}, q, k, v);
+  packed->src[3] = mask;
+  packed->src[4] = dout;
+  packed->params = AttentionParams{scale, max_bias};
+  auto part = [&](const Shape& ne, int64_t first) {
+    return view(g, packed, ne, contiguous_strides(DType::F32, ne), size_t(first) * sizeof(float));
+  };
+  return {part({q->ne[0], q->ne[1], q->ne[2], 1}, 0), part({k->ne[0], k->ne[1], k->ne[2], 1}, n_q),
+          part({k->ne[0], k->ne[1], k->ne[2], 1}, n_q + n_k)};
+}
+
+Tensor* cross_entropy(Graph& g, Tensor* logits, Tensor* targets) {
+  TESSERA_CHECK(logits->type == DType::F32 && targets->type == DType::I32);
+  TESSERA_CHECK(logits->ne[2] == 1 && logits->ne[3] == 1 && targets->nelements() == logits->ne[1]);
+  return new_node(g, Op::CrossEntropy, DType::F32, {1, 1, 1, 1}, logits, targets);
+}
+
+Tensor* cross_entropy_back(Graph& g, Tensor* logits, Tensor* targets, Tensor* dloss) {
+  TESSERA_CHECK(logits->type == DType::F32 && targets->type == DType::I32);
+  TESSERA_CHECK(logits->ne[2] == 1 && logits->ne[3] == 1 && targets->nelements() == logits->ne[1]);
+  TESSERA_CHECK(dloss->type == DType::F32 && dloss->nelements() == 1);
+  return new_node(g, Op::CrossEntropyBack, DType::F32, logits->ne, logits, targets, dloss);
 }
 
 Tensor* view(Graph& g, Tensor* a, const Shape& ne, const Strides& nb, size_t offset) {
@@ -182,7 +292,9 @@ Tensor* permute(Graph& g, Tensor* a, int ax0, int ax1, int ax2, int ax3) {
     nb[axes[i]] = a->nb[i];
   }
   TESSERA_CHECK_MSG(seen == 0xf, "permute: axes must be a permutation");
-  return new_view(g, Op::Permute, a, ne, nb, 0);
+  Tensor* t = new_view(g, Op::Permute, a, ne, nb, 0);
+  t->params = PermuteParams{{int8_t(ax0), int8_t(ax1), int8_t(ax2), int8_t(ax3)}};
+  return t;
 }
 
 Tensor* transpose(Graph& g, Tensor* a) {
@@ -198,7 +310,9 @@ std::string_view op_name(Op op) {
   static constexpr std::string_view kNames[] = {
       "none", "get_rows", "set_rows", "add",  "mul",  "scale",  "mul_mat",
       "rms_norm", "norm", "rope",     "soft_max", "silu", "gelu", "relu_sqr", "clamp", "cpy",
-      "cont", "concat", "attention", "view", "reshape", "permute", "transpose"};
+      "cont", "concat", "attention", "acc", "sum_to", "get_rows_back", "rms_norm_back",
+      "soft_max_back", "silu_back", "attention_back", "cross_entropy", "cross_entropy_back",
+      "view", "reshape", "permute", "transpose"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Op::Count));
   return kNames[size_t(op)];
 }

@@ -50,6 +50,48 @@ Tensor* concat(Graph& g, Tensor* a, Tensor* b, int dim);
 Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
                   float max_bias = 0.0f);
 
+// --- The ops of backward graphs (src/train). Results are F32 and contiguous. ---
+
+/// A contiguous copy of a (F32 [ne]) with b added into the window of it that has b's
+/// extents, the byte strides nb and the byte offset `offset` (the gradient of a view).
+Tensor* acc(Graph& g, Tensor* a, Tensor* b, const Strides& nb, size_t offset);
+/// The same over zeros of shape ne.
+Tensor* acc_zeros(Graph& g, const Shape& ne, Tensor* b, const Strides& nb, size_t offset);
+/// a summed down to shape ne (each ne[i] divides a.ne[i]): element i is the sum of the
+/// elements j of a with j[d] % ne[d] == i[d] in every dim d (the gradient of a broadcast).
+Tensor* sum_to(Graph& g, Tensor* a, const Shape& ne);
+/// Zeros [dy.ne0, n_rows] with row j of dy (F32 [ne0, n]) added into row ids[j] (I32 [n]):
+/// the gradient of get_rows.
+Tensor* get_rows_back(Graph& g, Tensor* dy, Tensor* ids, int64_t n_rows);
+/// d x of rms_norm(x, eps) given d y (both F32, x's shape).
+Tensor* rms_norm_back(Graph& g, Tensor* x, Tensor* dy, float eps);
+/// d x of y = soft_max(x, mask, scale) given d y and y: scale * y * (dy - sum(dy * y)).
+Tensor* soft_max_back(Graph& g, Tensor* dy, Tensor* y, float scale);
+/// d x of silu(x) given d y.
+Tensor* silu_back(Graph& g, Tensor* x, Tensor* dy);
+/// d a of rope(a, pos, ...) given d y: the inverse rotation of d y.
+Tensor* rope_back(Graph& g, Tensor* dy, Tensor* pos, int n_dims, RopeMode mode, float freq_base,
+                  float freq_scale, Tensor* freq_factors = nullptr);
+
+/// The gradients of attention(q, k, v, mask, scale, max_bias), packed in one node.
+struct AttentionGrads {
+  Tensor* dq = nullptr;  // [head_dim, n_tokens, n_head]: q's logical shape
+  Tensor* dk = nullptr;  // [head_dim, n_kv, n_head_kv]
+  Tensor* dv = nullptr;  // [head_dim, n_kv, n_head_kv]
+};
+/// Given d out [head_dim, n_head, n_tokens] (attention's result shape; dense rows), for
+/// F32 q, k, v. dq, dk and dv are contiguous views of one packed result [dq | dk | dv].
+AttentionGrads attention_back(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask,
+                              Tensor* dout, float scale, float max_bias = 0.0f);
+
+/// Cross-entropy of logits (F32 [n_vocab, n]) against targets (I32 [n]): the mean over
+/// the rows n with targets[n] >= 0 of logsumexp(logits[:, n]) - logits[targets[n], n],
+/// F32 [1] (0 when no row counts). Rows with a negative target are skipped.
+Tensor* cross_entropy(Graph& g, Tensor* logits, Tensor* targets);
+/// Its d logits given d loss (F32 [1]): (softmax(logits[:, n]) - onehot(targets[n])) *
+/// dloss / count on the counted rows, 0 on the skipped ones.
+Tensor* cross_entropy_back(Graph& g, Tensor* logits, Tensor* targets, Tensor* dloss);
+
 /// A window into a with the given extents, strides and byte offset.
 Tensor* view(Graph& g, Tensor* a, const Shape& ne, const Strides& nb, size_t offset);
 /// Same data, other shape; a must be contiguous.

@@ -14,11 +14,9 @@ namespace tessera {
 
 class Buffer;
 
-constexpr int kMaxDims = 4;
-constexpr int kMaxSrc = 4;
+constexpr int kMaxSrc = 5;
 
 using Shape = std::array<int64_t, kMaxDims>;
-using Strides = std::array<size_t, kMaxDims>;
 
 enum TensorFlag : uint32_t {
   kFlagInput = 1u << 0,   // set by the caller before each compute

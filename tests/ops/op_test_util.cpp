@@ -86,8 +86,9 @@ bool runs_in_place(const Tensor* node) {
     case Op::Gelu:
     case Op::ReluSqr:
     case Op::Clamp:
-      return node->src[0]->is_contiguous() && node->src[0]->type == node->type &&
-             node->src[0]->nbytes() == node->nbytes();
+    case Op::Acc:  // acc_zeros has no src0
+      return node->src[0] != nullptr && node->src[0]->is_contiguous() &&
+             node->src[0]->type == node->type && node->src[0]->nbytes() == node->nbytes();
     default:
       return false;
   }

@@ -48,8 +48,9 @@ class OpTest {
   OpTest& operator=(const OpTest&) = delete;
 
   Graph& graph() { return graph_; }
-  /// Elementwise nodes (add, mul, scale, silu, gelu) over a contiguous src0 write their
-  /// result over src0, as the graph allocator arranges. Call before check()/run().
+  /// Elementwise nodes (add, mul, scale, silu, gelu, ...) and acc over a contiguous src0
+  /// write their result over src0, as the graph allocator arranges. Call before
+  /// check()/run().
   void set_in_place(bool in_place) { in_place_ = in_place; }
 
   /// A leaf filled with uniform values in [lo, hi], rounded to its type.

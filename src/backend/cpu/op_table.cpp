@@ -5,7 +5,10 @@
 #include <array>
 
 #include "backend/cpu/ops/attention.h"
+#include "backend/cpu/ops/attention_back.h"
+#include "backend/cpu/ops/backward.h"
 #include "backend/cpu/ops/copy.h"
+#include "backend/cpu/ops/cross_entropy.h"
 #include "backend/cpu/ops/elementwise.h"
 #include "backend/cpu/ops/mul_mat.h"
 #include "backend/cpu/ops/norm.h"
@@ -38,6 +41,19 @@ constexpr Table make_table() {
   set(Op::Cont, {cont_supports, copy_compute, copy_work_size, nullptr});
   set(Op::Concat, {concat_supports, concat_compute, nullptr, nullptr});
   set(Op::Attention, {attention_supports, attention_compute, attention_work_size, attention_prepare});
+  set(Op::AttentionBack, {attention_back_supports, attention_back_compute, attention_back_work_size,
+                          attention_back_prepare});
+  set(Op::CrossEntropy, {cross_entropy_supports, cross_entropy_compute, cross_entropy_work_size,
+                         cross_entropy_prepare});
+  set(Op::CrossEntropyBack,
+      {cross_entropy_back_supports, cross_entropy_back_compute, nullptr, nullptr});
+  set(Op::Acc, {acc_supports, acc_compute, acc_work_size, acc_prepare});
+  set(Op::SumTo, {sum_to_supports, sum_to_compute, sum_to_work_size, nullptr});
+  set(Op::GetRowsBack,
+      {get_rows_back_supports, get_rows_back_compute, get_rows_back_work_size, get_rows_back_prepare});
+  set(Op::RmsNormBack, {row_pair_supports, rms_norm_back_compute, row_pair_work_size, nullptr});
+  set(Op::SoftMaxBack, {row_pair_supports, soft_max_back_compute, row_pair_work_size, nullptr});
+  set(Op::SiluBack, {row_pair_supports, silu_back_compute, row_pair_work_size, nullptr});
   // None and the views (View, Reshape, Permute, Transpose) compute nothing.
   return t;
 }

@@ -10,7 +10,8 @@ namespace tessera::cpu {
 namespace {
 
 // cos/sin of theta_i = pos * freq_scale * freq_base^(-2i/n_dims) / factors[i] (factors
-// null: 1), i < n_dims/2, computed in double and rounded once.
+// null: 1), i < n_dims/2, computed in double and rounded once. The inverse rotation (the
+// gradient: the transpose of the rotation) turns by -theta_i: the same cos, sin negated.
 void fill_cache(const RopeParams& rp, int32_t pos, const float* factors, float* cos_out,
                 float* sin_out) {
   const int64_t half = rp.n_dims / 2;
@@ -19,7 +20,7 @@ void fill_cache(const RopeParams& rp, int32_t pos, const float* factors, float* 
     double theta = double(pos) * double(rp.freq_scale) * inv_freq;
     if (factors) theta /= double(factors[i]);
     cos_out[i] = float(std::cos(theta));
-    sin_out[i] = float(std::sin(theta));
+    sin_out[i] = rp.inverse ? -float(std::sin(theta)) : float(std::sin(theta));
   }
 }
 
