@@ -136,9 +136,10 @@ Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const
   const int64_t n_tokens = in.n_tokens;
   TESSERA_CHECK(k->ne[0] * k->ne[1] == h.n_embd_kv() && v->ne[0] * v->ne[1] == h.n_embd_kv());
 
-  // Store this batch's keys and values in their cache cells.
-  Tensor* k_all = ops::set_rows(g, kv.k, token_rows(g, k), in.kv_slots);
-  Tensor* v_all = ops::set_rows(g, kv.v, token_rows(g, v), in.kv_slots);
+  // Store this batch's keys and values in their cache cells; without a cache (training),
+  // the batch's own keys and values are the cells, a group's window being its tokens.
+  Tensor* k_all = kv.k ? ops::set_rows(g, kv.k, token_rows(g, k), in.kv_slots) : token_rows(g, k);
+  Tensor* v_all = kv.v ? ops::set_rows(g, kv.v, token_rows(g, v), in.kv_slots) : token_rows(g, v);
 
   std::vector<Tensor*> parts;
   int64_t t0 = 0;

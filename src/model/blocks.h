@@ -10,7 +10,8 @@
 
 namespace tessera {
 
-/// Per-layer KV cache tensors: one row per cache cell.
+/// Per-layer KV cache tensors: one row per cache cell. Null (training): the batch's own
+/// keys and values are attended, cell c being batch token c.
 struct KvLayer {
   Tensor* k = nullptr;  // [n_embd_kv, n_ctx]
   Tensor* v = nullptr;  // [n_embd_kv, n_ctx]

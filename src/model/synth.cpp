@@ -7,31 +7,12 @@
 #include <memory>
 #include <vector>
 
+#include "core/rng.h"
 #include "model/arch.h"
 #include "model/hparams.h"
 
 namespace tessera {
 namespace {
-
-/// splitmix64: a tiny, fast, well-mixed generator; Box-Muller on top for normals.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : s_(seed) {}
-  uint64_t next() {
-    uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float uniform() { return float((next() >> 40) + 1) * (1.0f / 16777217.0f); }  // (0, 1)
-  float normal() {
-    const float u = uniform(), v = uniform();
-    return std::sqrt(-2.0f * std::log(u)) * std::cos(6.2831853f * v);
-  }
-
- private:
-  uint64_t s_;
-};
 
 /// The hyper-parameters the loader would derive from w's keys (no tensors yet).
 Result<HParams> loader_hparams(const gguf::Writer& w, const Arch& arch) {

@@ -26,6 +26,7 @@ Command add_parallel(CLI::App& app);
 Command add_chat(CLI::App& app);
 Command add_perplexity(CLI::App& app);
 Command add_serve(CLI::App& app);
+Command add_train(CLI::App& app);
 
 /// Prints "tessera: <message>" to stderr and returns the exit status for errors (1).
 int fail(const std::string& message);

@@ -1,0 +1,89 @@
+// Training a LLaMA from scratch on a text file, on the CPU: a tokenizer learned from the
+// text (SentencePiece-style BPE, written into the model like any vocabulary), then the
+// model from random initialisation by AdamW over the backward graph of the same forward
+// graph that inference runs. The output is an ordinary GGUF model.
+//
+// Data: the text's tokens, the last `val_fraction` of them held out. A training window
+// is BOS followed by n_ctx - 1 tokens from a random offset, each position predicting the
+// next token (so the model also learns to start from BOS, as generation does). A step is
+// `accum` micro-batches of `batch` windows; validation is the mean loss over up to
+// `eval_windows` consecutive windows of the held-out slice.
+//
+// Checkpoints are GGUF files: the model's keys and F32 weights, AdamW's moments
+// (optimizer.m.<name>, optimizer.v.<name>), the step, the random generator's state and
+// every option that shapes the run (training.*). Resuming from one repeats exactly what
+// the uninterrupted run would have done (the same losses), with the same thread count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "tessera/dtype.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+struct TrainOptions {
+  std::string text_path;        // the training text (any bytes; UTF-8 expected)
+  std::string output_path;      // the model written at the end
+  std::string resume_path;      // a checkpoint to continue from; empty: a new run
+  std::string checkpoint_path;  // where checkpoints go; empty: output_path + ".ckpt"
+  int64_t checkpoint_every = 0; // steps between checkpoints; 0: only at the end
+  std::string log_path;         // a CSV of step, loss, val_loss, lr, grad_norm, tokens/s; empty: none
+
+  // The tokenizer and the model (a new run only; a resumed run keeps the checkpoint's).
+  int64_t vocab_size = 4096;
+  int64_t n_embd = 256;
+  int64_t n_layer = 6;
+  int64_t n_head = 8;
+  int64_t n_head_kv = 0;  // 0: n_head
+  int64_t n_ff = 768;
+  int64_t n_ctx = 256;    // training window, and the model's context length
+  bool tied_output = true;
+
+  // The run (a resumed run keeps the checkpoint's, except `steps` when override_steps).
+  int64_t steps = 1000;
+  int64_t batch = 8;      // windows per micro-batch
+  int64_t accum = 1;      // micro-batches per step (gradient accumulation)
+  float lr = 1e-3f;
+  float min_lr_ratio = 0.1f;
+  int64_t warmup = 100;
+  float weight_decay = 0.1f;
+  float grad_clip = 1.0f;
+  double val_fraction = 0.02;
+  int64_t eval_every = 100;   // steps between validations (and the last step); 0: never
+  int64_t eval_windows = 32;
+  uint64_t seed = 1;
+  bool override_steps = false;  // on resume: take `steps` from these options
+  int64_t stop_at = 0;  // > 0: stop after this step (the schedule still spans `steps`),
+                        // writing the checkpoint and the model: a run in sessions
+
+  int n_threads = 2;
+  DType output_type = DType::F32;  // of the written model's matrices: F32, F16 or BF16
+};
+
+/// What the progress callback sees.
+struct TrainProgress {
+  // Tokenizer: learning the vocabulary; Tokenizing: the text; Start: once before the
+  // first step (the counts below are set); Training: after each step; Done: written.
+  enum class Phase { Tokenizer, Tokenizing, Start, Training, Done } phase = Phase::Training;
+  int64_t step = 0;            // steps done
+  int64_t steps = 0;
+  double loss = 0;             // this step's training loss (mean over its micro-batches)
+  double val_loss = -1;        // < 0: not measured at this step
+  double grad_norm = 0;        // before clipping
+  float lr = 0;
+  double tokens_per_s = 0;     // training tokens (forward + backward) per second so far
+  double eta_s = 0;            // seconds left at that rate
+  int64_t n_params = 0;
+  int64_t n_train_tokens = 0;  // tokens of the training slice
+  int64_t n_val_tokens = 0;
+  std::string message;         // what the phase is doing, for Tokenizer/Tokenizing
+};
+
+/// Trains (or resumes) and writes output_path (and checkpoints). Errors name the file or
+/// option at fault.
+Status train_model(const TrainOptions& options, const std::function<void(const TrainProgress&)>& progress);
+
+}  // namespace tessera

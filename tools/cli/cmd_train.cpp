@@ -1,0 +1,114 @@
+// `tessera train`: a LLaMA trained from scratch on a text file (tessera/train.h): the
+// tokenizer first, then the model; a progress line per step on a terminal (every
+// --print-every steps otherwise), validation lines, and checkpoints to resume from.
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <unistd.h>
+
+#include "commands.h"
+#include "tessera/train.h"
+
+namespace tessera::cli {
+namespace {
+
+struct TrainCli {
+  TrainOptions o;
+  std::string type = "f32";
+  int64_t print_every = 10;
+};
+
+std::string duration(double s) {
+  if (!(s >= 0) || s > 1e7) return "?";
+  const long t = std::lround(s);
+  char buf[32];
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+  return buf;
+}
+
+void print_progress(const TrainProgress& p, int64_t print_every, bool tty) {
+  using Phase = TrainProgress::Phase;
+  if (p.phase == Phase::Tokenizer || p.phase == Phase::Tokenizing) {
+    std::fprintf(stderr, "tessera train: %s\n", p.message.c_str());
+    return;
+  }
+  if (p.phase == Phase::Done) return;
+  if (p.phase == Phase::Start) {
+    std::fprintf(stderr, "tessera train: %.2fM parameters, %lld training tokens, %lld held out; from step %lld of %lld\n",
+                 double(p.n_params) / 1e6, static_cast<long long>(p.n_train_tokens),
+                 static_cast<long long>(p.n_val_tokens), static_cast<long long>(p.step), static_cast<long long>(p.steps));
+    return;
+  }
+  const bool val = p.val_loss >= 0;
+  if (!val && !tty && p.step % print_every != 0 && p.step != p.steps) return;
+  char line[256];
+  std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f%s  lr %.2e  |g| %.3f  %.0f tok/s  ETA %s",
+                static_cast<long long>(p.step), static_cast<long long>(p.steps), p.loss,
+                val ? ("  val " + std::to_string(p.val_loss).substr(0, 6)).c_str() : "", double(p.lr), p.grad_norm,
+                p.tokens_per_s, duration(p.eta_s).c_str());
+  if (tty && !val) {
+    std::fprintf(stderr, "\r%-100s", line);
+  } else {
+    std::fprintf(stderr, "%s%s\n", tty ? "\r" : "", line);
+  }
+}
+
+int run_train(TrainCli& c) {
+  if (c.type == "f32") c.o.output_type = DType::F32;
+  else if (c.type == "f16") c.o.output_type = DType::F16;
+  else if (c.type == "bf16") c.o.output_type = DType::BF16;
+  else return fail("train: --type '" + c.type + "' is not f32, f16 or bf16 (quantize the model afterwards)");
+  const bool tty = isatty(fileno(stderr)) != 0;
+  const Status s = train_model(c.o, [&](const TrainProgress& p) { print_progress(p, c.print_every, tty); });
+  if (tty) std::fprintf(stderr, "\n");
+  if (!s) return fail(s.message());
+  std::fprintf(stderr, "tessera train: wrote %s\n", c.o.output_path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_train(CLI::App& app) {
+  auto c = std::make_shared<TrainCli>();
+  TrainOptions& o = c->o;
+  CLI::App* cmd = app.add_subcommand("train", "Train a LLaMA from scratch on a text file (tokenizer included)");
+  cmd->add_option("-f,--file", o.text_path, "training text")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", o.output_path, "the trained model (GGUF)")->required();
+  cmd->add_option("--vocab-size", o.vocab_size, "tokens of the learned vocabulary (default 4096)");
+  cmd->add_option("--n-embd", o.n_embd, "embedding size (default 256)");
+  cmd->add_option("--n-layer", o.n_layer, "layers (default 6)");
+  cmd->add_option("--n-head", o.n_head, "attention heads (default 8)");
+  cmd->add_option("--n-head-kv", o.n_head_kv, "key/value heads (default: --n-head)");
+  cmd->add_option("--n-ff", o.n_ff, "feed-forward size (default 768)");
+  cmd->add_option("-c,--ctx", o.n_ctx, "training window and context length (default 256)");
+  cmd->add_flag("!--untied-output", o.tied_output, "give the model its own output projection (default: tied to the token embedding)");
+  cmd->add_option("--steps", o.steps, "optimizer steps (default 1000)");
+  cmd->add_option("--batch", o.batch, "windows per micro-batch (default 8)");
+  cmd->add_option("--accum", o.accum, "micro-batches per step (default 1)");
+  cmd->add_option("--lr", o.lr, "peak learning rate (default 1e-3)");
+  cmd->add_option("--min-lr-ratio", o.min_lr_ratio, "final learning rate as a share of --lr (default 0.1)");
+  cmd->add_option("--warmup", o.warmup, "warmup steps (default 100)");
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW weight decay of the matrices (default 0.1)");
+  cmd->add_option("--grad-clip", o.grad_clip, "maximum gradient norm, 0 for none (default 1)");
+  cmd->add_option("--val-fraction", o.val_fraction, "share of the text held out (default 0.02)");
+  cmd->add_option("--eval-every", o.eval_every, "steps between validations, 0 for none (default 100)");
+  cmd->add_option("--eval-windows", o.eval_windows, "held-out windows per validation (default 32)");
+  cmd->add_option("-t,--threads", o.n_threads, "CPU threads")->default_val(default_threads());
+  cmd->add_option("-s,--seed", o.seed, "random seed of the initialisation and the windows (default 1)");
+  cmd->add_option("--resume", o.resume_path, "continue from this checkpoint (its model and options)")
+      ->check(CLI::ExistingFile);
+  CLI::Option* steps = cmd->get_option("--steps");
+  cmd->add_option("--checkpoint", o.checkpoint_path, "checkpoint file (default: OUTPUT.ckpt)");
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "steps between checkpoints (default: only at the end)");
+  cmd->add_option("--stop-at", o.stop_at, "stop after this step, writing the checkpoint and the model (resume later)");
+  cmd->add_option("--log", o.log_path, "write step, loss, val_loss, lr, grad_norm, tokens/s as CSV");
+  cmd->add_option("--type", c->type, "matrix type of the written model: f32, f16, bf16 (default f32)");
+  cmd->add_option("--print-every", c->print_every, "steps between progress lines when stderr is not a terminal (default 10)");
+  return {cmd, [c, steps] {
+            c->o.override_steps = steps->count() > 0;
+            return run_train(*c);
+          }};
+}
+
+}  // namespace tessera::cli
