@@ -34,14 +34,38 @@ struct ModelInfo {
   uint64_t n_params = 0;    // elements of all weights
   uint64_t weight_bytes = 0;
   /// Weight bytes one generated token reads: every weight except the token embedding,
-  /// of which one row (all of it when the output projection is tied to it).
+  /// of which one row (all of it when the output projection is tied to it), and the
+  /// tensors of the adapters applied.
   uint64_t decode_bytes = 0;
+  std::vector<std::string> adapters;  // the adapter files applied, in order
 };
+
+/// A LoRA adapter to apply: a GGUF adapter file (general.type = adapter, adapter.type =
+/// lora, adapter.lora.alpha; tensors <weight name>.lora_a [n_in, r] and .lora_b [r, n_out])
+/// and the user's scale (the update is scale * alpha / r * b (a x); alpha 0: scale * b (a x)).
+struct AdapterSpec {
+  std::string path;
+  float scale = 1.0f;
+};
+
+struct ModelParams {
+  /// Applied as extra matmuls beside the weights they update (no merged copy), in order.
+  std::vector<AdapterSpec> adapters;
+  /// Moves matrices into the CPU's GEMM layouts (faster); training a LoRA on a quantized
+  /// base turns it off, as the gradient reads the base's rows in the file's layout.
+  bool repack = true;
+};
+
+/// Parses "FILE[:SCALE]" (the --lora flag of the tools); the scale defaults to 1. A colon
+/// that is not followed by a number is part of the file name.
+AdapterSpec parse_adapter_spec(const std::string& text);
 
 class Model {
  public:
   /// Opens, validates and maps a GGUF model. Errors name the file and what is wrong.
   static Result<std::unique_ptr<Model>> load(const std::string& path);
+  /// The same, with adapters (whose errors name the adapter file) and load options.
+  static Result<std::unique_ptr<Model>> load(const std::string& path, const ModelParams& params);
   ~Model();
 
   const ModelInfo& info() const;

@@ -26,6 +26,14 @@ void create_batch_inputs(Graph& g, BatchInputs& in) {
   in.out_ids = input(DType::I32, {in.n_outputs, 1, 1, 1}, "inp_out_ids");
 }
 
+Tensor* project(Graph& g, const LayerWeights& l, Tensor* w, Tensor* x) {
+  Tensor* y = ops::mul_mat(g, w, x);
+  for (const LoraDelta& d : l.lora) {
+    if (d.target == w) y = ops::add(g, y, ops::scale(g, ops::mul_mat(g, d.b, ops::mul_mat(g, d.a, x)), d.scale));
+  }
+  return y;
+}
+
 Tensor* rms_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps) {
   Tensor* cur = ops::mul(g, ops::rms_norm(g, x, eps), w);
   return b ? ops::add(g, cur, b) : cur;
@@ -108,7 +116,7 @@ QkvProjections qkv_projections(Graph& g, const HParams& h, const LayerWeights& l
     const int64_t n_kv = h.n_embd_kv();
     TESSERA_CHECK_MSG(l.wqkv->ne[1] == n_q + 2 * n_kv, "wqkv must hold the rows of wq, wk and wv");
     const bool separate_biases = l.bq || l.bk || l.bv;  // of parts fused at load
-    Tensor* qkv = biased(ops::mul_mat(g, l.wqkv, x), l.bqkv);  // [n_q + 2 n_kv, n_tokens]
+    Tensor* qkv = biased(project(g, l, l.wqkv, x), l.bqkv);  // [n_q + 2 n_kv, n_tokens]
     if (!separate_biases) qkv = clamped(qkv);
     QkvProjections p{head_rows(g, qkv, 0, hd, h.n_head), head_rows(g, qkv, n_q, hd, h.n_head_kv),
                      head_rows(g, qkv, n_q + n_kv, hd, h.n_head_kv)};
@@ -120,9 +128,9 @@ QkvProjections qkv_projections(Graph& g, const HParams& h, const LayerWeights& l
     }
     return p;
   }
-  return {ops::reshape(g, clamped(biased(ops::mul_mat(g, l.wq, x), l.bq)), {hd, h.n_head, n_tokens, 1}),
-          ops::reshape(g, clamped(biased(ops::mul_mat(g, l.wk, x), l.bk)), {hd, h.n_head_kv, n_tokens, 1}),
-          ops::reshape(g, clamped(biased(ops::mul_mat(g, l.wv, x), l.bv)), {hd, h.n_head_kv, n_tokens, 1})};
+  return {ops::reshape(g, clamped(biased(project(g, l, l.wq, x), l.bq)), {hd, h.n_head, n_tokens, 1}),
+          ops::reshape(g, clamped(biased(project(g, l, l.wk, x), l.bk)), {hd, h.n_head_kv, n_tokens, 1}),
+          ops::reshape(g, clamped(biased(project(g, l, l.wv, x), l.bv)), {hd, h.n_head_kv, n_tokens, 1})};
 }
 
 Tensor* rope_block(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
@@ -155,7 +163,7 @@ Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const
 }
 
 Tensor* attn_output(Graph& g, const LayerWeights& l, Tensor* attn) {
-  Tensor* out = ops::mul_mat(g, l.wo, attn);
+  Tensor* out = project(g, l, l.wo, attn);
   return l.bo ? ops::add(g, out, l.bo) : out;
 }
 
@@ -181,18 +189,18 @@ Tensor* ffn_block(Graph& g, Tensor* x, const LayerWeights& l, Activation act) {
     const int64_t n_ff = l.ffn_gate_up->ne[1] / 2;
     TESSERA_CHECK_MSG(l.ffn_gate_up->ne[1] == 2 * n_ff && l.ffn_down->ne[0] == n_ff,
                       "ffn_gate_up must hold the rows of gate and up");
-    Tensor* gu = ops::mul_mat(g, l.ffn_gate_up, x);  // [2 n_ff, n_tokens]
+    Tensor* gu = project(g, l, l.ffn_gate_up, x);  // [2 n_ff, n_tokens]
     const Strides nb = gu->nb;
     Tensor* gx = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, 0);
     Tensor* ux = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, size_t(n_ff) * nb[0]);
     hidden = ops::mul(g, activate(g, gx, act), ux);
   } else if (l.ffn_gate != nullptr) {
-    hidden = ops::mul(g, activate(g, ops::mul_mat(g, l.ffn_gate, x), act), ops::mul_mat(g, l.ffn_up, x));
+    hidden = ops::mul(g, activate(g, project(g, l, l.ffn_gate, x), act), project(g, l, l.ffn_up, x));
   } else {
-    Tensor* up = ops::mul_mat(g, l.ffn_up, x);
+    Tensor* up = project(g, l, l.ffn_up, x);
     hidden = activate(g, l.ffn_up_b ? ops::add(g, up, l.ffn_up_b) : up, act);
   }
-  Tensor* out = ops::mul_mat(g, l.ffn_down, hidden);
+  Tensor* out = project(g, l, l.ffn_down, hidden);
   return l.ffn_down_b ? ops::add(g, out, l.ffn_down_b) : out;
 }
 

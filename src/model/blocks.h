@@ -48,6 +48,9 @@ struct BatchInputs {
 /// Creates the input tensors of `in` (shapes from its counts) as graph inputs.
 void create_batch_inputs(Graph& g, BatchInputs& in);
 
+/// w x (mul_mat), plus the layer's LoRA updates of w: scale * b (a x) for each.
+Tensor* project(Graph& g, const LayerWeights& l, Tensor* w, Tensor* x);
+
 /// RMSNorm(x) * w (+ b when given).
 Tensor* rms_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 /// LayerNorm(x) * w (+ b when given).

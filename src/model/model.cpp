@@ -1,6 +1,7 @@
 #include <utility>
 
 #include "model/fuse_weights.h"
+#include "model/lora.h"
 #include "model/model_impl.h"
 #include "tessera/log.h"
 
@@ -13,7 +14,9 @@ const ModelInfo& Model::info() const { return impl_->info; }
 const Tokenizer* Model::tokenizer() const { return impl_->tokenizer.get(); }
 const gguf::File& Model::file() const { return *impl_->file; }
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& path) { return load(path, ModelParams{}); }
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelParams& params) {
   auto impl = std::make_unique<detail::ModelImpl>();
   Result<std::unique_ptr<gguf::File>> file = gguf::File::open(path);
   if (!file) return file.status();
@@ -33,10 +36,15 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   Result<ModelWeights> w = load_weights(*impl->file, impl->arch->weights, impl->hparams, impl->arena);
   if (!w) return w.status().with_context(path);
   impl->weights = std::move(*w);
-  Result<RepackedWeights> repacked = repack_weights(impl->weights, *impl->file);
-  if (!repacked) return repacked.status().with_context(path);
-  impl->repacked = std::move(*repacked);
-  fuse_projections(impl->weights, impl->arena);
+  TESSERA_RETURN_IF_ERROR(attach_adapters(params.adapters, *impl->arch, impl->hparams, impl->weights,
+                                          impl->arena, impl->adapter_files));
+  if (params.repack) {
+    Result<RepackedWeights> repacked = repack_weights(impl->weights, *impl->file);
+    if (!repacked) return repacked.status().with_context(path);
+    impl->repacked = std::move(*repacked);
+  }
+  // A fused projection would bypass its parts' adapters: none are fused with adapters.
+  if (params.adapters.empty()) fuse_projections(impl->weights, impl->arena);
 
   Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(*impl->file);
   if (tok) {
@@ -65,7 +73,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   }
   const Tensor* embd = impl->weights.token_embd;
   const bool tied = impl->weights.output == nullptr;
+  for (const AdapterSpec& a : params.adapters) info.adapters.push_back(a.path);
   info.decode_bytes = info.weight_bytes - embd->nbytes() + (tied ? embd->nbytes() : embd->nb[1]);
+  for (const auto& f : impl->adapter_files) {  // every token also reads each adapter's a and b
+    for (const gguf::TensorInfo& t : f->tensors()) info.decode_bytes += t.nbytes;
+  }
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "model/arch.h"
 #include "model/repack_weights.h"
@@ -13,6 +14,7 @@ namespace tessera::detail {
 
 struct ModelImpl {
   std::unique_ptr<gguf::File> file;
+  std::vector<std::unique_ptr<gguf::File>> adapter_files;  // mapped LoRA adapters (model/lora.h)
   HParams hparams;
   const Arch* arch = nullptr;
   TensorArena arena;  // the weight tensors and the fused projections (fuse_weights.h);

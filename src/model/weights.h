@@ -16,6 +16,15 @@
 
 namespace tessera {
 
+/// A LoRA adapter's low-rank update of one weight W [n_in, n_out]: W x + scale * b (a x),
+/// with a [n_in, r] and b [r, n_out] (GGUF's <name>.lora_a / .lora_b).
+struct LoraDelta {
+  const Tensor* target = nullptr;  // the weight it updates
+  Tensor* a = nullptr;
+  Tensor* b = nullptr;
+  float scale = 1.0f;  // the user's scale times alpha / r (times 1 when alpha is 0)
+};
+
 struct LayerWeights {
   Tensor* attn_norm = nullptr;      // [n_embd]
   Tensor* attn_norm_b = nullptr;    // [n_embd]
@@ -46,6 +55,9 @@ struct LayerWeights {
   // one repacked matrix, sharing the parts' memory; else null.
   Tensor* wqkv = nullptr;         // [n_embd, n_embd_q + 2 n_embd_kv]: rows of wq, wk, wv
   Tensor* ffn_gate_up = nullptr;  // [n_embd, 2 n_ff]: rows of ffn_gate, then ffn_up
+  // Adapters applied at run time, as extra matmuls (blocks.h: project); none are fused at
+  // load in a layer that has any.
+  std::vector<LoraDelta> lora;
 };
 
 struct ModelWeights {

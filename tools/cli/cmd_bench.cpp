@@ -26,6 +26,7 @@ namespace {
 
 struct BenchOptions {
   std::string model;
+  std::vector<std::string> lora;  // --lora FILE[:SCALE]
   int n_prompt = 512;
   int n_gen = 128;
   int threads = default_threads();
@@ -194,6 +195,17 @@ void print_roofline(const nlohmann::json& r, bool md) {
               100.0 * r["roofline_ratio_stddev"].get<double>());
 }
 
+/// The model column: the file name, then " + lora NAME[:SCALE]" per adapter, so that a run
+/// with adapters is never mistaken for the base's.
+std::string model_label(const BenchOptions& o, const std::vector<AdapterSpec>& adapters) {
+  std::string s = std::filesystem::path(o.model).filename().string();
+  for (const AdapterSpec& a : adapters) {
+    s += " + lora " + std::filesystem::path(a.path).filename().string();
+    if (a.scale != 1.0f) s += ":" + nlohmann::json(a.scale).dump();
+  }
+  return s;
+}
+
 int run_bench(const BenchOptions& o) {
   if (o.output != "md" && o.output != "json" && o.output != "csv") {
     return fail("bench: -o must be md, json or csv");
@@ -208,7 +220,9 @@ int run_bench(const BenchOptions& o) {
     return fail("bench: --memory and --bandwidth cannot be combined (the peak would count the "
                 "bandwidth probe's buffer); run them separately");
   }
-  Result<std::unique_ptr<Model>> model = Model::load(o.model);
+  Result<ModelParams> mp = model_params(o.lora);
+  if (!mp) return fail(mp.status().message());
+  Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
   if (!model) return fail(model.status().message());
   const ModelInfo& info = (*model)->info();
   ContextParams cp;
@@ -229,7 +243,7 @@ int run_bench(const BenchOptions& o) {
     Result<Samples> r = run_test(**ctx, n_p, n_g, o.depth, o.reps, info.n_vocab, pair, o.threads);
     if (!r) return fail(r.status().message());
     const Stats s = stats_of(r->tps);
-    nlohmann::json row = {{"model", std::filesystem::path(o.model).filename().string()},
+    nlohmann::json row = {{"model", model_label(o, mp->adapters)},
                           {"size_bytes", info.weight_bytes}, {"params", info.n_params},
                           {"threads", o.threads}, {"test", test}, {"reps", o.reps},
                           {"tokens_per_second", s.mean}, {"stddev", s.stddev}, {"samples", r->tps}};
@@ -304,6 +318,7 @@ Command add_bench(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Measure prompt processing (pp) and generation (tg) speed in tokens/s, as llama-bench");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->check(CLI::ExistingFile);
+  add_lora_option(cmd, o->lora);
   cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens in one batch (0: skip pp)")->check(CLI::Range(0, 1 << 16));
   cmd->add_option("-n,--n-gen", o->n_gen, "tokens generated one by one (0: skip tg)")->check(CLI::Range(0, 1 << 16));
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));

@@ -24,6 +24,7 @@ namespace {
 
 struct ChatOptions {
   std::string model;
+  std::vector<std::string> lora;  // --lora FILE[:SCALE]
   std::string system;
   std::string chat_template;
   int n_predict = -1;
@@ -159,7 +160,9 @@ struct Chat {
 
 Result<Chat> open_chat(const ChatOptions& o) {
   Chat c;
-  Result<std::unique_ptr<Model>> model = Model::load(o.model);
+  Result<ModelParams> mp = model_params(o.lora);
+  if (!mp) return mp.status();
+  Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
   if (!model) return model.status();
   c.model = std::move(*model);
   if (!c.model->tokenizer()) {
@@ -283,6 +286,7 @@ Command add_chat(CLI::App& app) {
       "The chat template comes from the model's tokenizer.chat_template (recognised families;\n"
       "chatml when absent or unknown, with a warning).");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_lora_option(cmd, o->lora);
   cmd->add_option("--system", o->system, "system message that opens the conversation");
   cmd->add_option("-n,--n-predict", o->n_predict,
                   "most tokens per reply (-1: until the end of the turn)")

@@ -14,6 +14,7 @@ namespace {
 
 struct PerplexityOptions {
   std::string model;
+  std::vector<std::string> lora;  // --lora FILE[:SCALE]
   std::string file;
   PerplexityParams params;
 };
@@ -26,7 +27,9 @@ int run_perplexity(PerplexityOptions o) {
   std::string text = buffer.str();
   if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f does
 
-  Result<std::unique_ptr<Model>> model = Model::load(o.model);
+  Result<ModelParams> mp = model_params(o.lora);
+  if (!mp) return fail(mp.status().message());
+  Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
   if (!model) return fail(model.status().message());
   const int64_t n_train = (*model)->info().n_ctx_train;
   if (n_train > 0 && o.params.n_ctx > n_train) {
@@ -71,6 +74,7 @@ Command add_perplexity(CLI::App& app) {
       "Prints the running value after each chunk ([1]x,[2]y,...) and the final estimate on\n"
       "stdout, progress on stderr.");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_lora_option(cmd, o->lora);
   cmd->add_option("-f,--file", o->file,
                   "text file to score (one trailing newline is dropped, as llama.cpp does)")
       ->required()

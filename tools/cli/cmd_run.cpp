@@ -20,6 +20,7 @@ namespace {
 
 struct RunOptions {
   std::string model;
+  std::vector<std::string> lora;  // --lora FILE[:SCALE]
   std::string prompt;
   int n_predict = 128;
   int threads = default_threads();
@@ -84,7 +85,9 @@ int run_generate(const RunOptions& o) {
   Result<std::shared_ptr<const Grammar>> grammar = load_grammar(o);
   if (!grammar) return fail(grammar.status().message());
 
-  Result<std::unique_ptr<Model>> model = Model::load(o.model);
+  Result<ModelParams> mp = model_params(o.lora);
+  if (!mp) return fail(mp.status().message());
+  Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
   if (!model) return fail(model.status().message());
   const Tokenizer* tok = (*model)->tokenizer();
   if (!tok) return fail(o.model + ": the model has no usable tokenizer, so it cannot take text");
@@ -228,6 +231,7 @@ Command add_run(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("run", "Generate text from a prompt, printed as it is produced");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_lora_option(cmd, o->lora);
   cmd->add_option("-p,--prompt", o->prompt, "prompt text")->required();
   cmd->add_option("-n,--n-predict", o->n_predict,
                   "tokens to generate (stops early at end of text or when the grammar is complete)")

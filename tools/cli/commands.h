@@ -5,6 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <vector>
+
+#include "tessera/model.h"
 
 namespace tessera::cli {
 
@@ -27,10 +30,18 @@ Command add_chat(CLI::App& app);
 Command add_perplexity(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_train(CLI::App& app);
+Command add_lora_merge(CLI::App& app);
 
 /// Prints "tessera: <message>" to stderr and returns the exit status for errors (1).
 int fail(const std::string& message);
 /// A sane default thread count: the machine's cores.
 int default_threads();
+
+/// Adds `--lora FILE[:SCALE]` (repeatable) to `cmd`; each value lands in `values`.
+void add_lora_option(CLI::App* cmd, std::vector<std::string>& values);
+/// The adapters of --lora values (parse_adapter_spec); a scale that is not finite is an error.
+Result<std::vector<AdapterSpec>> adapter_specs(const std::vector<std::string>& values);
+/// Model::load's parameters for --lora values.
+Result<ModelParams> model_params(const std::vector<std::string>& lora);
 
 }  // namespace tessera::cli

@@ -35,6 +35,8 @@ void handle_slots(ServerContext& ctx, const httplib::Request& req, httplib::Resp
 void handle_health(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_metrics(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 
+/// The --lora adapters, in llama.cpp's shape: [{"id", "path", "scale"}] (/props, /v1/models).
+nlohmann::json adapters_json(const ServerContext& ctx);
 /// Writes `body` as the JSON response with `status`.
 void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
 /// Seconds since the epoch (the `created` field).

@@ -178,6 +178,14 @@ void handle_apply_template(ServerContext& ctx, const httplib::Request& req, http
   send_json(res, {{"prompt", ctx.chat_template->format(messages, true)}});
 }
 
+json adapters_json(const ServerContext& ctx) {
+  json list = json::array();
+  for (const AdapterSpec& a : ctx.options.adapters) {
+    list.push_back({{"id", list.size()}, {"path", a.path}, {"scale", a.scale}});
+  }
+  return list;
+}
+
 void handle_props(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
   ctx.require_ready();
   serving::GenerationRequest defaults;
@@ -188,6 +196,7 @@ void handle_props(ServerContext& ctx, const httplib::Request&, httplib::Response
                   {"n_ctx_per_seq", p.n_ctx_per_seq},
                   {"model_path", ctx.options.model},
                   {"model_alias", ctx.model_name},
+                  {"lora_adapters", adapters_json(ctx)},
                   {"chat_template", std::string(ctx.chat_template->name())},
                   {"embeddings", ctx.options.embeddings},
                   {"prefix_cache", p.prefix_cache},

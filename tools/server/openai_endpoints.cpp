@@ -143,7 +143,8 @@ json model_json(const ServerContext& ctx) {
   json model = {{"id", ctx.model_name}, {"object", "model"}, {"created", unix_time()}, {"owned_by", "tessera"}};
   const ModelInfo& info = ctx.model->info();
   model["meta"] = {{"n_vocab", info.n_vocab}, {"n_ctx_train", info.n_ctx_train}, {"n_embd", info.n_embd},
-                   {"n_params", info.n_params}, {"size", info.weight_bytes}};
+                   {"n_params", info.n_params}, {"size", info.weight_bytes},
+                   {"lora_adapters", adapters_json(ctx)}};
   return model;
 }
 

@@ -74,7 +74,9 @@ void watch_signals(ServerContext& ctx, HttpServer& http, StopSignal& stop) {
 /// Loads the model, its template and the engine into `ctx`, then marks it Ready.
 Status load(ServerContext& ctx, const serving::EngineParams& params) {
   const ServerOptions& o = ctx.options;
-  Result<std::unique_ptr<Model>> model = Model::load(o.model);
+  ModelParams mp;
+  mp.adapters = o.adapters;
+  Result<std::unique_ptr<Model>> model = Model::load(o.model, mp);
   if (!model) return model.status();
   if (!(*model)->tokenizer()) return Status::error(o.model + ": the model has no usable tokenizer, so it cannot serve text");
   Result<ChatTemplate> tmpl = ChatTemplate::for_model(**model, o.chat_template);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/model.h"
 #include "tessera/serving.h"
 #include "tessera/status.h"
 
@@ -13,6 +14,7 @@ namespace tessera::server {
 
 struct ServerOptions {
   std::string model;  // GGUF file
+  std::vector<AdapterSpec> adapters;  // --lora, applied at load
   std::string host = "127.0.0.1";
   int port = 8080;    // 0: any free port
   int n_parallel = 4;

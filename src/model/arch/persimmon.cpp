@@ -58,7 +58,7 @@ Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInpu
   for (int64_t il = 0; il < h.n_layer; ++il) {
     const LayerWeights& l = w.layers[size_t(il)];
     Tensor* cur = layer_norm_block(g, x, l.attn_norm, l.attn_norm_b, h.norm_eps);
-    Tensor* qkv = ops::add(g, ops::mul_mat(g, l.wqkv, cur), l.bqkv);  // [3 n_embd_q, n_tokens]
+    Tensor* qkv = ops::add(g, project(g, l, l.wqkv, cur), l.bqkv);  // [3 n_embd_q, n_tokens]
     // The norms read the strided views and write q and k dense.
     Tensor* q = layer_norm_block(g, head_part(g, h, qkv, 0), l.attn_q_norm, l.attn_q_norm_b, h.norm_eps);
     Tensor* k = layer_norm_block(g, head_part(g, h, qkv, 1), l.attn_k_norm, l.attn_k_norm_b, h.norm_eps);
