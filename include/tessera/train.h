@@ -86,4 +86,37 @@ struct TrainProgress {
 /// option at fault.
 Status train_model(const TrainOptions& options, const std::function<void(const TrainProgress&)>& progress);
 
+/// A LoRA adapter trained on a frozen base model (any weight type, quantized included):
+/// for each targeted projection W of every layer, a [n_in, r] and b [r, n_out], the update
+/// (alpha / r) b (a x); a starts random, b at zero, so step 0 is the base. Windows, steps,
+/// AdamW and validation as train_model's. The output is a GGUF LoRA adapter
+/// (general.type = adapter, adapter.type = lora, adapter.lora.alpha, tensors
+/// <weight>.lora_a / .lora_b) that every tool applies with --lora. No checkpoints: a
+/// finetune is short (resuming one is not supported).
+struct FinetuneOptions {
+  std::string base_path;
+  std::string text_path;
+  std::string output_path;  // the adapter
+  std::string log_path;     // CSV as train_model's; empty: none
+  int64_t lora_r = 8;
+  float lora_alpha = 16.0f;
+  std::string targets = "q,k,v,o,gate,up,down";  // a comma list of those names
+  int64_t n_ctx = 0;  // window; 0: the base's training context, at most 256
+  int64_t steps = 200;
+  int64_t batch = 8;
+  int64_t accum = 1;
+  float lr = 1e-3f;
+  float min_lr_ratio = 0.1f;
+  int64_t warmup = 20;
+  float weight_decay = 0.0f;
+  float grad_clip = 1.0f;
+  double val_fraction = 0.05;
+  int64_t eval_every = 50;
+  int64_t eval_windows = 16;
+  uint64_t seed = 1;
+  int n_threads = 2;
+};
+
+Status finetune_model(const FinetuneOptions& options, const std::function<void(const TrainProgress&)>& progress);
+
 }  // namespace tessera

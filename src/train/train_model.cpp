@@ -25,30 +25,17 @@ Result<HParams> hparams_of(const gguf::Writer& keys, const Arch& arch) {
   return h;
 }
 
-// Creates the parameter tensors of m.arch's list (those present per `present`), places
-// them in one buffer, and points m.w's fields at them.
-Status make_params(TrainModel& m, Backend& backend,
-                   const std::function<bool(const WeightSpec&, const std::string&)>& present) {
+// Creates the parameter tensors of m.arch's list (those present per `present`) and points
+// m.w's fields at them.
+void make_params(TrainModel& m, const std::function<bool(const WeightSpec&, const std::string&)>& present) {
   m.w.layers.resize(size_t(m.h.n_layer));
-  size_t bytes = 0;
-  const size_t align = backend.alignment();
   for_each_weight(m.arch->weights, m.h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
     if (!present(spec, name)) return;
     Tensor* t = m.arena.new_tensor(DType::F32, spec.shape(m.h), name);
     t->flags |= kFlagWeight;
     (spec.model_field ? m.w.*spec.model_field : m.w.layers[size_t(il)].*spec.layer_field) = t;
     m.params.push_back(t);
-    bytes += (t->nbytes() + align - 1) / align * align;
   });
-  Result<std::unique_ptr<Buffer>> buf = backend.alloc_buffer(bytes);
-  if (!buf) return buf.status();
-  m.buffer = std::move(*buf);
-  size_t offset = 0;
-  for (Tensor* t : m.params) {
-    m.buffer->place(t, offset);
-    offset += (t->nbytes() + align - 1) / align * align;
-  }
-  return Status::ok();
 }
 
 Status finish(TrainModel& m) {
@@ -61,6 +48,22 @@ Status finish(TrainModel& m) {
 }
 
 }  // namespace
+
+Status place_params(TrainModel& m, Backend& backend) {
+  const size_t align = backend.alignment();
+  auto padded = [align](const Tensor* t) { return (t->nbytes() + align - 1) / align * align; };
+  size_t bytes = 0;
+  for (const Tensor* t : m.params) bytes += padded(t);
+  Result<std::unique_ptr<Buffer>> buf = backend.alloc_buffer(bytes);
+  if (!buf) return buf.status().with_context("train: the parameters");
+  m.buffer = std::move(*buf);
+  size_t offset = 0;
+  for (Tensor* t : m.params) {
+    m.buffer->place(t, offset);
+    offset += padded(t);
+  }
+  return Status::ok();
+}
 
 int64_t TrainModel::n_params() const {
   int64_t n = 0;
@@ -95,9 +98,10 @@ Result<std::unique_ptr<TrainModel>> create_model(const ModelShape& s, const gguf
   Result<HParams> h = hparams_of(m->keys, *m->arch);
   if (!h) return h.status().with_context("train");
   m->h = *h;
-  TESSERA_RETURN_IF_ERROR(make_params(*m, backend, [&](const WeightSpec& spec, const std::string&) {
+  make_params(*m, [&](const WeightSpec& spec, const std::string&) {
     return spec.required || (spec.model_field == &ModelWeights::output && !s.tied_output);
-  }));
+  });
+  TESSERA_RETURN_IF_ERROR(place_params(*m, backend));
   Rng rng(seed);
   const float residual = 0.02f / std::sqrt(2.0f * float(s.n_layer));
   for (Tensor* p : m->params) {
@@ -127,14 +131,15 @@ Result<std::unique_ptr<TrainModel>> load_model(const gguf::File& file, const std
     if (skip_prefix.empty() || !key.starts_with(skip_prefix)) m->keys.set(key, value);
   }
   Status missing;
-  TESSERA_RETURN_IF_ERROR(make_params(*m, backend, [&](const WeightSpec& spec, const std::string& name) {
+  make_params(*m, [&](const WeightSpec& spec, const std::string& name) {
     const bool found = file.find_tensor(name) != nullptr;
     if (!found && spec.required && missing.is_ok()) {
       missing = Status::error(file.path() + ": tensor '" + name + "' is missing");
     }
     return found;
-  }));
+  });
   TESSERA_RETURN_IF_ERROR(missing);
+  TESSERA_RETURN_IF_ERROR(place_params(*m, backend));
   for (Tensor* p : m->params) {
     const gguf::TensorInfo* info = file.find_tensor(p->name);
     if (info->ne != p->ne) return Status::error(file.path() + ": tensor '" + p->name + "' has the wrong shape");

@@ -33,9 +33,10 @@ struct TrainModel {
   const Arch* arch = nullptr;
   TensorArena arena;
   ModelWeights w;
-  std::vector<Tensor*> params;  // every weight, in the architecture's list order, named
+  std::vector<Tensor*> params;  // what trains, named as written: every weight in the
+                                // architecture's list order, or a LoRA's a and b tensors
   std::unique_ptr<Buffer> buffer;
-  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Tokenizer> tokenizer;  // null for a LoRA (the base's tokenizer is used)
 
   int64_t n_params() const;
   /// Whether weight decay applies: matrices, not norms.
@@ -53,6 +54,9 @@ Result<std::unique_ptr<TrainModel>> create_model(const ModelShape& shape, const 
 /// BF16 weights; tensors named `skip_prefix`... are ignored too).
 Result<std::unique_ptr<TrainModel>> load_model(const gguf::File& file, const std::string& skip_prefix,
                                                Backend& backend);
+
+/// Allocates one buffer of `backend` for m.params and places them in it.
+Status place_params(TrainModel& m, Backend& backend);
 
 /// A parameter's values.
 std::vector<float> read_param(Backend& backend, const Tensor* p);

@@ -1,12 +1,12 @@
 // `tessera train`: a LLaMA trained from scratch on a text file (tessera/train.h): the
 // tokenizer first, then the model; a progress line per step on a terminal (every
 // --print-every steps otherwise), validation lines, and checkpoints to resume from.
-#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <unistd.h>
 
 #include "commands.h"
+#include "train_progress.h"
 #include "tessera/train.h"
 
 namespace tessera::cli {
@@ -18,49 +18,13 @@ struct TrainCli {
   int64_t print_every = 10;
 };
 
-std::string duration(double s) {
-  if (!(s >= 0) || s > 1e7) return "?";
-  const long t = std::lround(s);
-  char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, t / 60 % 60);
-  else std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
-  return buf;
-}
-
-void print_progress(const TrainProgress& p, int64_t print_every, bool tty) {
-  using Phase = TrainProgress::Phase;
-  if (p.phase == Phase::Tokenizer || p.phase == Phase::Tokenizing) {
-    std::fprintf(stderr, "tessera train: %s\n", p.message.c_str());
-    return;
-  }
-  if (p.phase == Phase::Done) return;
-  if (p.phase == Phase::Start) {
-    std::fprintf(stderr, "tessera train: %.2fM parameters, %lld training tokens, %lld held out; from step %lld of %lld\n",
-                 double(p.n_params) / 1e6, static_cast<long long>(p.n_train_tokens),
-                 static_cast<long long>(p.n_val_tokens), static_cast<long long>(p.step), static_cast<long long>(p.steps));
-    return;
-  }
-  const bool val = p.val_loss >= 0;
-  if (!val && !tty && p.step % print_every != 0 && p.step != p.steps) return;
-  char line[256];
-  std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f%s  lr %.2e  |g| %.3f  %.0f tok/s  ETA %s",
-                static_cast<long long>(p.step), static_cast<long long>(p.steps), p.loss,
-                val ? ("  val " + std::to_string(p.val_loss).substr(0, 6)).c_str() : "", double(p.lr), p.grad_norm,
-                p.tokens_per_s, duration(p.eta_s).c_str());
-  if (tty && !val) {
-    std::fprintf(stderr, "\r%-100s", line);
-  } else {
-    std::fprintf(stderr, "%s%s\n", tty ? "\r" : "", line);
-  }
-}
-
 int run_train(TrainCli& c) {
   if (c.type == "f32") c.o.output_type = DType::F32;
   else if (c.type == "f16") c.o.output_type = DType::F16;
   else if (c.type == "bf16") c.o.output_type = DType::BF16;
   else return fail("train: --type '" + c.type + "' is not f32, f16 or bf16 (quantize the model afterwards)");
   const bool tty = isatty(fileno(stderr)) != 0;
-  const Status s = train_model(c.o, [&](const TrainProgress& p) { print_progress(p, c.print_every, tty); });
+  const Status s = train_model(c.o, [&](const TrainProgress& p) { print_train_progress("train", p, c.print_every, tty); });
   if (tty) std::fprintf(stderr, "\n");
   if (!s) return fail(s.message());
   std::fprintf(stderr, "tessera train: wrote %s\n", c.o.output_path.c_str());

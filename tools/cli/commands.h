@@ -31,6 +31,7 @@ Command add_perplexity(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_train(CLI::App& app);
 Command add_lora_merge(CLI::App& app);
+Command add_finetune(CLI::App& app);
 
 /// Prints "tessera: <message>" to stderr and returns the exit status for errors (1).
 int fail(const std::string& message);

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
                                          add_synth(app), add_quantize(app), add_bench(app),
                                          add_tokenize(app), add_embed(app), add_parallel(app),
                                          add_chat(app), add_perplexity(app), add_serve(app),
-                                         add_train(app), add_lora_merge(app)};
+                                         add_train(app), add_finetune(app), add_lora_merge(app)};
 
   // One line per error, naming the problem; CLI11's own words after our prefix.
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {

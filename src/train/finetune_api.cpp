@@ -1,0 +1,93 @@
+// tessera::finetune_model: a LoRA on a frozen base, with the training loop of `train`.
+#include <fstream>
+#include <sstream>
+
+#include "backend/cpu/cpu_backend.h"
+#include "tessera/model.h"
+#include "tessera/tokenizer.h"
+#include "tessera/train.h"
+#include "train/lora_model.h"
+#include "train/run_loop.h"
+
+namespace tessera {
+namespace {
+
+Status check_options(const FinetuneOptions& o) {
+  if (o.steps <= 0 || o.batch <= 0 || o.accum <= 0) return Status::error("finetune: --steps, --batch and --accum must be positive");
+  if (!(o.lr > 0)) return Status::error("finetune: --lr must be positive");
+  if (o.val_fraction < 0 || o.val_fraction >= 0.5) return Status::error("finetune: --val-fraction must be in [0, 0.5)");
+  if (o.n_ctx < 0 || o.n_ctx == 1) return Status::error("finetune: --ctx must be at least 2");
+  return Status::ok();
+}
+
+train::RunConfig config_of(const FinetuneOptions& o, int64_t n_ctx) {
+  train::RunConfig c;
+  c.batch = o.batch;
+  c.accum = o.accum;
+  c.n_ctx = n_ctx;
+  c.steps = o.steps;
+  c.eval_windows = o.eval_windows;
+  c.seed = o.seed;
+  c.adam.lr = o.lr;
+  c.adam.min_lr_ratio = o.min_lr_ratio;
+  c.adam.warmup = o.warmup;
+  c.adam.total_steps = o.steps;
+  c.adam.weight_decay = o.weight_decay;
+  c.adam.grad_clip = o.grad_clip;
+  return c;
+}
+
+Result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open the training text");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (s.str().empty()) return Status::error(path + ": the training text is empty");
+  return s.str();
+}
+
+}  // namespace
+
+Status finetune_model(const FinetuneOptions& o, const std::function<void(const TrainProgress&)>& progress) {
+  TESSERA_RETURN_IF_ERROR(check_options(o));
+  Result<std::vector<std::string>> targets = train::parse_lora_targets(o.targets);
+  if (!targets) return targets.status();
+  Result<std::string> text = read_text(o.text_path);
+  if (!text) return text.status();
+  ModelParams mp;
+  mp.repack = false;  // the backward pass dequantizes the base's rows in the file's layout
+  Result<std::unique_ptr<Model>> base = Model::load(o.base_path, mp);
+  if (!base) return base.status();
+  const Tokenizer* tok = (*base)->tokenizer();
+  if (tok == nullptr) return Status::error(o.base_path + ": the base has no tokenizer to read the text with");
+  CpuBackend backend(o.n_threads);
+  Result<std::unique_ptr<train::TrainModel>> m =
+      train::create_lora(**base, {o.lora_r, o.lora_alpha, *targets}, o.seed, backend);
+  if (!m) return m.status();
+  const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(256, (*base)->info().n_ctx_train);
+  const train::RunConfig c = config_of(o, n_ctx);
+  TrainProgress p;
+  p.phase = TrainProgress::Phase::Tokenizing;
+  p.message = "tokenizing " + std::to_string(text->size()) + " bytes";
+  if (progress) progress(p);
+  const std::vector<TokenId> ids = tok->encode(*text, false);
+  train::TokenSplit data = train::split_tokens(std::vector<int32_t>(ids.begin(), ids.end()), o.val_fraction, n_ctx);
+  p.phase = TrainProgress::Phase::Start;
+  p.steps = c.steps;
+  p.n_params = (*m)->n_params();
+  p.n_train_tokens = int64_t(data.train.size());
+  p.n_val_tokens = int64_t(data.val.size());
+  train::Trainer t(**m, c, backend, std::move(data), tok->bos());
+  TESSERA_RETURN_IF_ERROR(t.init());
+  if (progress) progress(p);
+  p.phase = TrainProgress::Phase::Training;
+  train::LoopOptions lo;
+  lo.log_path = o.log_path;
+  TESSERA_RETURN_IF_ERROR(train::run_loop(t, lo, {o.eval_every, o.val_fraction}, backend, p, progress));
+  TESSERA_RETURN_IF_ERROR(train::model_writer(**m, backend, DType::F32).write(o.output_path));
+  p.phase = TrainProgress::Phase::Done;
+  if (progress) progress(p);
+  return Status::ok();
+}
+
+}  // namespace tessera
