@@ -1,6 +1,4 @@
 // tessera::finetune_model: a LoRA on a frozen base, with the training loop of `train`.
-#include <fstream>
-#include <sstream>
 
 #include "backend/cpu/cpu_backend.h"
 #include "tessera/model.h"
@@ -20,31 +18,7 @@ Status check_options(const FinetuneOptions& o) {
   return Status::ok();
 }
 
-train::RunConfig config_of(const FinetuneOptions& o, int64_t n_ctx) {
-  train::RunConfig c;
-  c.batch = o.batch;
-  c.accum = o.accum;
-  c.n_ctx = n_ctx;
-  c.steps = o.steps;
-  c.eval_windows = o.eval_windows;
-  c.seed = o.seed;
-  c.adam.lr = o.lr;
-  c.adam.min_lr_ratio = o.min_lr_ratio;
-  c.adam.warmup = o.warmup;
-  c.adam.total_steps = o.steps;
-  c.adam.weight_decay = o.weight_decay;
-  c.adam.grad_clip = o.grad_clip;
-  return c;
-}
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open the training text");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (s.str().empty()) return Status::error(path + ": the training text is empty");
-  return s.str();
-}
 
 }  // namespace
 
@@ -52,7 +26,7 @@ Status finetune_model(const FinetuneOptions& o, const std::function<void(const T
   TESSERA_RETURN_IF_ERROR(check_options(o));
   Result<std::vector<std::string>> targets = train::parse_lora_targets(o.targets);
   if (!targets) return targets.status();
-  Result<std::string> text = read_text(o.text_path);
+  Result<std::string> text = train::read_training_text(o.text_path);
   if (!text) return text.status();
   ModelParams mp;
   mp.repack = false;  // the backward pass dequantizes the base's rows in the file's layout
@@ -65,7 +39,7 @@ Status finetune_model(const FinetuneOptions& o, const std::function<void(const T
       train::create_lora(**base, {o.lora_r, o.lora_alpha, *targets}, o.seed, backend);
   if (!m) return m.status();
   const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(256, (*base)->info().n_ctx_train);
-  const train::RunConfig c = config_of(o, n_ctx);
+  const train::RunConfig c = train::run_config(o, n_ctx);
   TrainProgress p;
   p.phase = TrainProgress::Phase::Tokenizing;
   p.message = "tokenizing " + std::to_string(text->size()) + " bytes";

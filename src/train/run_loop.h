@@ -18,6 +18,26 @@ struct LoopOptions {
   int64_t stop_at = 0;          // > 0: the last step, before the schedule's end
 };
 
+/// The run's configuration from the options of `train` or `finetune` (which name these
+/// fields alike), with the window n_ctx.
+template <typename Options>
+RunConfig run_config(const Options& o, int64_t n_ctx) {
+  RunConfig c;
+  c.batch = o.batch;
+  c.accum = o.accum;
+  c.n_ctx = n_ctx;
+  c.steps = o.steps;
+  c.eval_windows = o.eval_windows;
+  c.seed = o.seed;
+  c.adam.lr = o.lr;
+  c.adam.min_lr_ratio = o.min_lr_ratio;
+  c.adam.warmup = o.warmup;
+  c.adam.total_steps = o.steps;
+  c.adam.weight_decay = o.weight_decay;
+  c.adam.grad_clip = o.grad_clip;
+  return c;
+}
+
 Status run_loop(Trainer& t, const LoopOptions& o, const RunExtras& extras, Backend& backend, TrainProgress p,
                 const std::function<void(const TrainProgress&)>& progress);
 

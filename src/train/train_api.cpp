@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "backend/cpu/cpu_backend.h"
 #include "tessera/train.h"
@@ -20,31 +18,7 @@ using train::RunExtras;
 using train::TrainModel;
 using train::Trainer;
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open the training text");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (s.str().empty()) return Status::error(path + ": the training text is empty");
-  return s.str();
-}
 
-RunConfig config_of(const TrainOptions& o) {
-  RunConfig c;
-  c.batch = o.batch;
-  c.accum = o.accum;
-  c.n_ctx = o.n_ctx;
-  c.steps = o.steps;
-  c.eval_windows = o.eval_windows;
-  c.seed = o.seed;
-  c.adam.lr = o.lr;
-  c.adam.min_lr_ratio = o.min_lr_ratio;
-  c.adam.warmup = o.warmup;
-  c.adam.total_steps = o.steps;
-  c.adam.weight_decay = o.weight_decay;
-  c.adam.grad_clip = o.grad_clip;
-  return c;
-}
 
 Status check_options(const TrainOptions& o) {
   if (o.steps <= 0 || o.batch <= 0 || o.accum <= 0) return Status::error("train: --steps, --batch and --accum must be positive");
@@ -89,12 +63,12 @@ std::string checkpoint_path(const TrainOptions& o) {
 
 Status train_model(const TrainOptions& o, const std::function<void(const TrainProgress&)>& progress) {
   TESSERA_RETURN_IF_ERROR(check_options(o));
-  Result<std::string> text = read_text(o.text_path);
+  Result<std::string> text = train::read_training_text(o.text_path);
   if (!text) return text.status();
   CpuBackend backend(o.n_threads);
   std::unique_ptr<gguf::File> ckpt;
   std::unique_ptr<TrainModel> m;
-  RunConfig c = config_of(o);
+  RunConfig c = train::run_config(o, o.n_ctx);
   RunExtras extras{o.eval_every, o.val_fraction};
   if (!o.resume_path.empty()) {
     Result<std::unique_ptr<gguf::File>> f = gguf::File::open(o.resume_path);

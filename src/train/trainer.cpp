@@ -1,6 +1,8 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "core/check.h"
 
@@ -15,6 +17,15 @@ TokenSplit split_tokens(const std::vector<int32_t>& tokens, double val_fraction,
   s.train.assign(tokens.begin(), tokens.end() - n_val);
   s.val.assign(tokens.end() - n_val, tokens.end());
   return s;
+}
+
+Result<std::string> read_training_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open the training text");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (s.str().empty()) return Status::error(path + ": the training text is empty");
+  return s.str();
 }
 
 Trainer::Trainer(TrainModel& m, const RunConfig& c, Backend& backend, TokenSplit data, int32_t bos)

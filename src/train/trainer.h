@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
@@ -28,6 +29,9 @@ struct TokenSplit {
   std::vector<int32_t> val;
 };
 TokenSplit split_tokens(const std::vector<int32_t>& tokens, double val_fraction, int64_t n_ctx);
+
+/// The whole training text; errors name the file (absent, unreadable, empty).
+Result<std::string> read_training_text(const std::string& path);
 
 class Trainer {
  public:

@@ -1,6 +1,6 @@
 // The kernels of the backward ops that are derivatives, in grad mode: rms_norm_back,
-// soft_max_back, silu_back and rope's inverse rotation against J^T dy of their forward's
-// double reference by finite differences. The linear ones (acc, sum_to, get_rows_back)
+// soft_max_back and silu_back against J^T dy of their forward's double reference by
+// finite differences (rope's inverse rotation: rope_test.cpp). The linear ones (acc, sum_to, get_rows_back)
 // are in backward_linear_ops_test.cpp.
 #include <gtest/gtest.h>
 
@@ -21,8 +21,6 @@ constexpr Tolerance kRmsNormBackTol{1e-5, 1e-6};
 constexpr Tolerance kSoftMaxBackTol{1e-5, 1e-7};
 // Float exp, and the cancellation of 1 + x (1 - s) near silu's minimum (x = -1.28).
 constexpr Tolerance kSiluBackTol{1e-5, 1e-6};
-// cos/sin rounded to float once, one rotation: as the forward's test.
-constexpr Tolerance kRopeBackTol{1e-6, 1e-6};
 
 std::string shape_str(const Shape& ne) {
   std::ostringstream s;
@@ -31,26 +29,6 @@ std::string shape_str(const Shape& ne) {
 }
 
 int64_t count(const Shape& ne) { return ne[0] * ne[1] * ne[2] * ne[3]; }
-
-// A forward acting on each run of `seg` consecutive elements of x alone (a row along dim
-// 0, or one element): f(the run's values, the run's number).
-using SegmentFn = std::function<std::vector<double>(const std::vector<double>&, int64_t)>;
-
-// fd_expected one run at a time: the other runs' outputs do not move, so this is what
-// fd_expected over all of x gives, in time linear in the number of runs.
-Expected fd_by_segments(const std::vector<double>& x, const std::vector<double>& dy, int64_t seg,
-                        const SegmentFn& f) {
-  Expected e;
-  for (int64_t s = 0; s * seg < int64_t(x.size()); ++s) {
-    const std::vector<double> xs(x.begin() + s * seg, x.begin() + (s + 1) * seg);
-    const std::vector<double> dys(dy.begin() + s * seg, dy.begin() + (s + 1) * seg);
-    const Expected part =
-        fd_expected([&](const std::vector<double>& v) { return f(v, s); }, xs, dys);
-    e.value.insert(e.value.end(), part.value.begin(), part.value.end());
-    e.mag.insert(e.mag.end(), part.mag.begin(), part.mag.end());
-  }
-  return e;
-}
 
 // An F32 input of logical shape ne holding `values` (row-major), laid out as `layout`
 // (the same views as OpTest::input builds; padding holds 1e3, which would show).
@@ -187,101 +165,6 @@ TEST(SiluBack, Saturates) {
   };
   t.check(out, fd_by_segments(values_of(t, x), values_of(t, dy), 1, silu), kSiluBackTol);
 }
-
-// --- rope's inverse rotation --------------------------------------------------------
-
-struct RopeCase {
-  int64_t head_dim, n_head, n_tokens;
-  int n_dims;
-  RopeMode mode;
-  float freq_base = 10000.0f;
-  float freq_scale = 1.0f;
-  Layout layout = Layout::Contiguous;
-  bool factors = false;  // divide pair i's angle by a factor in [0.5, 8]
-};
-
-std::ostream& operator<<(std::ostream& os, const RopeCase& c) {
-  return os << "head_dim " << c.head_dim << " heads " << c.n_head << " tokens " << c.n_tokens
-            << " n_dims " << c.n_dims << (c.mode == RopeMode::NeoX ? " neox" : " normal")
-            << " base " << c.freq_base << " scale " << c.freq_scale << " " << layout_name(c.layout)
-            << (c.factors ? " factors" : "");
-}
-
-const RopeCase kRopeCases[] = {
-    {2, 1, 1, 2, RopeMode::Normal},
-    {64, 4, 5, 64, RopeMode::Normal},
-    {64, 4, 5, 64, RopeMode::NeoX},
-    {64, 3, 7, 32, RopeMode::Normal},
-    {66, 3, 7, 32, RopeMode::NeoX},
-    {80, 5, 3, 20, RopeMode::NeoX, 500000.0f, 0.25f},
-    {18, 7, 4, 10, RopeMode::Normal, 10000.0f, 0.5f, Layout::Sliced},
-    {32, 6, 3, 16, RopeMode::NeoX, 10000.0f, 1.0f, Layout::Permuted},
-    {16, 5, 3, 12, RopeMode::Normal, 10000.0f, 1.0f, Layout::Transposed},
-    {32, 4, 6, 32, RopeMode::Normal, 500000.0f, 1.0f, Layout::Contiguous, true},
-    {64, 3, 5, 32, RopeMode::NeoX, 25000.0f, 1.0f, Layout::Sliced, true},
-};
-
-class RopeBackTest : public ::testing::TestWithParam<RopeCase> {
- protected:
-  // The positions (0, 40, 77, ...) and the frequency divisors of the case.
-  std::vector<int32_t> positions() const {
-    std::vector<int32_t> pos;
-    for (int64_t i = 0; i < GetParam().n_tokens; ++i)
-      pos.push_back(int32_t(i == 0 ? 0 : 3 + 37 * i));
-    return pos;
-  }
-  std::vector<float> factors() const {
-    const int64_t half = GetParam().n_dims / 2;
-    std::vector<float> f;
-    for (int64_t i = 0; i < half; ++i) f.push_back(0.5f * std::pow(16.0f, float(i) / float(half)));
-    return f;
-  }
-  Tensor* rope(OpTest& t, Tensor* a, bool inverse) {
-    const RopeCase& c = GetParam();
-    Tensor* p = t.ids(positions());
-    Tensor* f =
-        c.factors ? t.input_values(DType::F32, {c.n_dims / 2, 1, 1, 1}, factors()) : nullptr;
-    auto build = inverse ? ops::rope_back : ops::rope;
-    return build(t.graph(), a, p, c.n_dims, c.mode, c.freq_base, c.freq_scale, f);
-  }
-};
-
-TEST_P(RopeBackTest, MatchesFiniteDifferences) {
-  const RopeCase& c = GetParam();
-  OpTest t(46);
-  Tensor* dy = t.input(DType::F32, {c.head_dim, c.n_head, c.n_tokens, 1}, c.layout, -1, 1);
-  Tensor* out = rope(t, dy, true);
-  const std::vector<int32_t> pos = positions();
-  const std::vector<float> fac = factors();
-  const int64_t half = c.n_dims / 2;
-  auto forward = [&](const std::vector<double>& x, int64_t s) {
-    std::vector<double> y = x;
-    for (int64_t i = 0; i < half; ++i) {
-      const double theta = pos[size_t(s / c.n_head)] * double(c.freq_scale) *
-                           std::pow(double(c.freq_base), -2.0 * double(i) / c.n_dims) /
-                           (c.factors ? double(fac[size_t(i)]) : 1.0);
-      const size_t j0 = size_t(c.mode == RopeMode::NeoX ? i : 2 * i);
-      const size_t j1 = size_t(c.mode == RopeMode::NeoX ? i + half : 2 * i + 1);
-      y[j0] = x[j0] * std::cos(theta) - x[j1] * std::sin(theta);
-      y[j1] = x[j0] * std::sin(theta) + x[j1] * std::cos(theta);
-    }
-    return y;
-  };
-  // The rotation is linear: its Jacobian is the same at any x, here x = dy.
-  const std::vector<double> dyv = values_of(t, dy);
-  t.check(out, fd_by_segments(dyv, dyv, c.head_dim, forward), kRopeBackTol);
-}
-
-// The inverse undoes the forward: rope_back(rope(x)) == x.
-TEST_P(RopeBackTest, InverseUndoesForward) {
-  const RopeCase& c = GetParam();
-  OpTest t(47);
-  Tensor* x = t.input(DType::F32, {c.head_dim, c.n_head, c.n_tokens, 1}, c.layout, -1, 1);
-  Tensor* out = rope(t, rope(t, x, false), true);
-  t.check(out, {values_of(t, x), {}}, {2e-6, 2e-6});
-}
-
-INSTANTIATE_TEST_SUITE_P(Cases, RopeBackTest, ::testing::ValuesIn(kRopeCases));
 
 }  // namespace
 }  // namespace tessera::test

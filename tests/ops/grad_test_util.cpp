@@ -44,4 +44,18 @@ std::vector<double> fd_vjp(const ForwardFn& f, const std::vector<double>& x,
   return fd_expected(f, x, dy, h).value;
 }
 
+Expected fd_by_segments(const std::vector<double>& x, const std::vector<double>& dy, int64_t seg,
+                        const SegmentFn& f) {
+  Expected e;
+  for (int64_t s = 0; s * seg < int64_t(x.size()); ++s) {
+    const std::vector<double> xs(x.begin() + s * seg, x.begin() + (s + 1) * seg);
+    const std::vector<double> dys(dy.begin() + s * seg, dy.begin() + (s + 1) * seg);
+    const Expected part =
+        fd_expected([&](const std::vector<double>& v) { return f(v, s); }, xs, dys);
+    e.value.insert(e.value.end(), part.value.begin(), part.value.end());
+    e.mag.insert(e.mag.end(), part.mag.begin(), part.mag.end());
+  }
+  return e;
+}
+
 }  // namespace tessera::test

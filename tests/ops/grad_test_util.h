@@ -30,4 +30,13 @@ std::vector<double> fd_vjp(const ForwardFn& f, const std::vector<double>& x,
 Expected fd_expected(const ForwardFn& f, const std::vector<double>& x,
                      const std::vector<double>& dy, double h = 1e-6);
 
+/// A forward acting on each run of `seg` consecutive elements of x alone (a row along dim
+/// 0, or one element): f(the run's values, the run's number).
+using SegmentFn = std::function<std::vector<double>(const std::vector<double>&, int64_t)>;
+
+/// fd_expected one run at a time: the other runs' outputs do not move, so this is what
+/// fd_expected over all of x gives, in time linear in the number of runs.
+Expected fd_by_segments(const std::vector<double>& x, const std::vector<double>& dy, int64_t seg,
+                        const SegmentFn& f);
+
 }  // namespace tessera::test

@@ -1,10 +1,11 @@
 // rope (normal and NeoX pairings, partial rotation, per-pair frequency divisors as in
-// Llama 3's rope_freqs) against a double-precision reference.
+// Llama 3's rope_freqs) against a double-precision reference, and its inverse (the
+// gradient, rope_back) in grad mode.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "ops/op_test_util.h"
+#include "ops/grad_test_util.h"
 
 namespace tessera::test {
 namespace {
@@ -32,14 +33,56 @@ const RopeCase kRopeCases[] = {
     {64, 4, 5, 64, RopeMode::NeoX},
     {64, 3, 7, 32, RopeMode::Normal},
     {64, 3, 7, 32, RopeMode::NeoX},
+    {66, 3, 7, 32, RopeMode::NeoX},
     {80, 5, 3, 20, RopeMode::NeoX, 500000.0f, 0.25f},
     {128, 2, 9, 128, RopeMode::Normal, 1000000.0f, 1.0f},
     {18, 7, 4, 10, RopeMode::Normal, 10000.0f, 0.5f, Layout::Sliced},
     {32, 6, 3, 16, RopeMode::NeoX, 10000.0f, 1.0f, Layout::Permuted},
     {16, 5, 3, 16, RopeMode::Normal, 10000.0f, 1.0f, Layout::Transposed},
+    {16, 5, 3, 12, RopeMode::Normal, 10000.0f, 1.0f, Layout::Transposed},
     {32, 4, 6, 32, RopeMode::Normal, 500000.0f, 1.0f, Layout::Contiguous, true},
     {64, 3, 5, 32, RopeMode::NeoX, 25000.0f, 1.0f, Layout::Sliced, true},
 };
+
+// The case's positions (0, 40, 77, ...) and frequency divisors (0.5 .. 8).
+std::vector<int32_t> positions(const RopeCase& c) {
+  std::vector<int32_t> pos;
+  for (int64_t i = 0; i < c.n_tokens; ++i) pos.push_back(int32_t(i == 0 ? 0 : 3 + 37 * i));
+  return pos;
+}
+
+std::vector<float> factors(const RopeCase& c) {
+  const int64_t half = c.n_dims / 2;
+  std::vector<float> f;
+  for (int64_t i = 0; i < half; ++i) f.push_back(0.5f * std::pow(16.0f, float(i) / float(half)));
+  return f;
+}
+
+// The rotation of one head's row x (head_dim values) of token `tok`, in double.
+std::vector<double> rotate_ref(const RopeCase& c, const std::vector<double>& x, int64_t tok) {
+  const std::vector<int32_t> pos = positions(c);
+  const std::vector<float> fac = factors(c);
+  const int64_t half = c.n_dims / 2;
+  std::vector<double> y = x;
+  for (int64_t i = 0; i < half; ++i) {
+    const double theta = pos[size_t(tok)] * double(c.freq_scale) *
+                         std::pow(double(c.freq_base), -2.0 * double(i) / c.n_dims) /
+                         (c.factors ? double(fac[size_t(i)]) : 1.0);
+    const size_t j0 = size_t(c.mode == RopeMode::NeoX ? i : 2 * i);
+    const size_t j1 = size_t(c.mode == RopeMode::NeoX ? i + half : 2 * i + 1);
+    y[j0] = x[j0] * std::cos(theta) - x[j1] * std::sin(theta);
+    y[j1] = x[j0] * std::sin(theta) + x[j1] * std::cos(theta);
+  }
+  return y;
+}
+
+// rope (or its inverse, rope_back) of a with the case's positions and divisors.
+Tensor* rope_of(OpTest& t, const RopeCase& c, Tensor* a, bool inverse) {
+  Tensor* p = t.ids(positions(c));
+  Tensor* f = c.factors ? t.input_values(DType::F32, {c.n_dims / 2, 1, 1, 1}, factors(c)) : nullptr;
+  auto build = inverse ? ops::rope_back : ops::rope;
+  return build(t.graph(), a, p, c.n_dims, c.mode, c.freq_base, c.freq_scale, f);
+}
 
 class RopeTest : public ::testing::TestWithParam<RopeCase> {};
 
@@ -47,32 +90,37 @@ TEST_P(RopeTest, MatchesReference) {
   const RopeCase& c = GetParam();
   OpTest t(31);
   Tensor* a = t.input(DType::F32, {c.head_dim, c.n_head, c.n_tokens, 1}, c.layout, -1, 1);
-  std::vector<int32_t> pos;
-  for (int64_t i = 0; i < c.n_tokens; ++i) pos.push_back(int32_t(i == 0 ? 0 : 3 + 37 * i));
-  Tensor* p = t.ids(pos);
-  const int64_t half = c.n_dims / 2;
-  std::vector<float> factors;
-  for (int64_t i = 0; i < half; ++i) factors.push_back(0.5f * std::pow(16.0f, float(i) / float(half)));
-  Tensor* f = c.factors ? t.input_values(DType::F32, {half, 1, 1, 1}, factors) : nullptr;
-  Tensor* out = ops::rope(t.graph(), a, p, c.n_dims, c.mode, c.freq_base, c.freq_scale, f);
-
+  Tensor* out = rope_of(t, c, a, false);
   Expected want;
-  std::vector<double> y(size_t(c.head_dim));
+  std::vector<double> x(size_t(c.head_dim));
   for_each_index({1, c.n_head, c.n_tokens, 1}, [&](int64_t, int64_t h, int64_t tok, int64_t) {
-    for (int64_t i = 0; i < c.head_dim; ++i) y[size_t(i)] = t.at(a, i, h, tok);
-    for (int64_t i = 0; i < half; ++i) {
-      const double theta = pos[size_t(tok)] * double(c.freq_scale) *
-                           std::pow(double(c.freq_base), -2.0 * double(i) / c.n_dims) /
-                           (c.factors ? double(factors[size_t(i)]) : 1.0);
-      const int64_t j0 = c.mode == RopeMode::NeoX ? i : 2 * i;
-      const int64_t j1 = c.mode == RopeMode::NeoX ? i + half : 2 * i + 1;
-      const double x0 = t.at(a, j0, h, tok), x1 = t.at(a, j1, h, tok);
-      y[size_t(j0)] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      y[size_t(j1)] = x0 * std::sin(theta) + x1 * std::cos(theta);
-    }
+    for (int64_t i = 0; i < c.head_dim; ++i) x[size_t(i)] = t.at(a, i, h, tok);
+    const std::vector<double> y = rotate_ref(c, x, tok);
     want.value.insert(want.value.end(), y.begin(), y.end());
   });
   t.check(out, want, {0, 1e-6});
+}
+
+// Grad mode: rope_back(dy) is J^T dy of the forward rotation. The rotation is linear, so
+// its Jacobian is the same at any x; the differences are taken at x = dy. cos/sin are
+// rounded to float once, one rotation: the forward's tolerance.
+TEST_P(RopeTest, InverseMatchesFiniteDifferences) {
+  const RopeCase& c = GetParam();
+  OpTest t(46);
+  Tensor* dy = t.input(DType::F32, {c.head_dim, c.n_head, c.n_tokens, 1}, c.layout, -1, 1);
+  Tensor* out = rope_of(t, c, dy, true);
+  const std::vector<double> dyv = values_of(t, dy);
+  auto forward = [&](const std::vector<double>& x, int64_t s) { return rotate_ref(c, x, s / c.n_head); };
+  t.check(out, fd_by_segments(dyv, dyv, c.head_dim, forward), {1e-6, 1e-6});
+}
+
+// The inverse undoes the forward: rope_back(rope(x)) == x.
+TEST_P(RopeTest, InverseUndoesForward) {
+  const RopeCase& c = GetParam();
+  OpTest t(47);
+  Tensor* x = t.input(DType::F32, {c.head_dim, c.n_head, c.n_tokens, 1}, c.layout, -1, 1);
+  Tensor* out = rope_of(t, c, rope_of(t, c, x, false), true);
+  t.check(out, {values_of(t, x), {}}, {2e-6, 2e-6});
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, RopeTest, ::testing::ValuesIn(kRopeCases));
