@@ -66,6 +66,12 @@ class Model {
   static Result<std::unique_ptr<Model>> load(const std::string& path);
   /// The same, with adapters (whose errors name the adapter file) and load options.
   static Result<std::unique_ptr<Model>> load(const std::string& path, const ModelParams& params);
+  /// The default model built into this build of tessera (models/README.md: a small LLaMA
+  /// tessera trained itself), as run, chat and serve use it without -m. An error when the
+  /// build has none (CMake's TESSERA_DEFAULT_MODEL).
+  static Result<std::unique_ptr<Model>> load_default(const ModelParams& params = {});
+  /// The built-in default model's file name; empty when the build has none.
+  static std::string default_model_name();
   ~Model();
 
   const ModelInfo& info() const;
@@ -78,6 +84,8 @@ class Model {
 
  private:
   explicit Model(std::unique_ptr<detail::ModelImpl> impl);
+  static Result<std::unique_ptr<Model>> from_file(std::unique_ptr<gguf::File> file, const std::string& path,
+                                                  const ModelParams& params);
   std::unique_ptr<detail::ModelImpl> impl_;
 };
 

@@ -1,6 +1,7 @@
 #include <utility>
 
 #include "model/fuse_weights.h"
+#include "model/default_model.h"
 #include "model/lora.h"
 #include "model/model_impl.h"
 #include "tessera/log.h"
@@ -17,10 +18,30 @@ const gguf::File& Model::file() const { return *impl_->file; }
 Result<std::unique_ptr<Model>> Model::load(const std::string& path) { return load(path, ModelParams{}); }
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelParams& params) {
-  auto impl = std::make_unique<detail::ModelImpl>();
   Result<std::unique_ptr<gguf::File>> file = gguf::File::open(path);
   if (!file) return file.status();
-  impl->file = std::move(*file);
+  return from_file(std::move(*file), path, params);
+}
+
+Result<std::unique_ptr<Model>> Model::load_default(const ModelParams& params) {
+  const std::span<const uint8_t> bytes = default_model_bytes();
+  if (bytes.empty()) {
+    return Status::error("this build of tessera has no default model: give a model file with -m "
+                         "(or build with models/" + std::string(kDefaultModelFile) + " present)");
+  }
+  const std::string name = default_model_name() + " (built in)";
+  Result<std::unique_ptr<gguf::File>> file =
+      gguf::File::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()), name);
+  if (!file) return file.status();
+  return from_file(std::move(*file), name, params);
+}
+
+std::string Model::default_model_name() { return default_model_bytes().empty() ? "" : kDefaultModelFile; }
+
+Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file, const std::string& path,
+                                                const ModelParams& params) {
+  auto impl = std::make_unique<detail::ModelImpl>();
+  impl->file = std::move(file);
 
   Result<HParams> hp = read_hparams(*impl->file);
   if (!hp) return hp.status().with_context(path);

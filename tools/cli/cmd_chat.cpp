@@ -162,7 +162,7 @@ Result<Chat> open_chat(const ChatOptions& o) {
   Chat c;
   Result<ModelParams> mp = model_params(o.lora);
   if (!mp) return mp.status();
-  Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
+  Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, *mp);
   if (!model) return model.status();
   c.model = std::move(*model);
   if (!c.model->tokenizer()) {
@@ -285,7 +285,7 @@ Command add_chat(CLI::App& app) {
       "yet: /clear starts a new conversation). /exit, Ctrl-D or Ctrl-C twice at the prompt quit.\n"
       "The chat template comes from the model's tokenizer.chat_template (recognised families;\n"
       "chatml when absent or unknown, with a warning).");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   cmd->add_option("--system", o->system, "system message that opens the conversation");
   cmd->add_option("-n,--n-predict", o->n_predict,

@@ -87,7 +87,7 @@ int run_generate(const RunOptions& o) {
 
   Result<ModelParams> mp = model_params(o.lora);
   if (!mp) return fail(mp.status().message());
-  Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
+  Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, *mp);
   if (!model) return fail(model.status().message());
   const Tokenizer* tok = (*model)->tokenizer();
   if (!tok) return fail(o.model + ": the model has no usable tokenizer, so it cannot take text");
@@ -230,7 +230,7 @@ Command add_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd =
       app.add_subcommand("run", "Generate text from a prompt, printed as it is produced");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   cmd->add_option("-p,--prompt", o->prompt, "prompt text")->required();
   cmd->add_option("-n,--n-predict", o->n_predict,

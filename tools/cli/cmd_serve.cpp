@@ -56,7 +56,7 @@ void add_network_flags(CLI::App* cmd, ServeFlags& f) {
 }
 
 void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
-  cmd->add_option("-m,--model", f.o.model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", f.o.model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, f.lora);
   cmd->add_option("--parallel", f.o.n_parallel, "(also -np) sequences decoded together (slots); a request "
                                                "with n choices takes n")

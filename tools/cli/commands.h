@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ int default_threads();
 void add_lora_option(CLI::App* cmd, std::vector<std::string>& values);
 /// The adapters of --lora values (parse_adapter_spec); a scale that is not finite is an error.
 Result<std::vector<AdapterSpec>> adapter_specs(const std::vector<std::string>& values);
+/// The -m model, or the built-in default model when path is empty.
+Result<std::unique_ptr<Model>> load_model_or_default(const std::string& path, const ModelParams& params);
+/// The help text of an -m that may be left out.
+std::string model_option_help();
 /// Model::load's parameters for --lora values.
 Result<ModelParams> model_params(const std::vector<std::string>& lora);
 

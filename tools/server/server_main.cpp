@@ -76,7 +76,7 @@ Status load(ServerContext& ctx, const serving::EngineParams& params) {
   const ServerOptions& o = ctx.options;
   ModelParams mp;
   mp.adapters = o.adapters;
-  Result<std::unique_ptr<Model>> model = Model::load(o.model, mp);
+  Result<std::unique_ptr<Model>> model = o.model.empty() ? Model::load_default(mp) : Model::load(o.model, mp);
   if (!model) return model.status();
   if (!(*model)->tokenizer()) return Status::error(o.model + ": the model has no usable tokenizer, so it cannot serve text");
   Result<ChatTemplate> tmpl = ChatTemplate::for_model(**model, o.chat_template);
@@ -159,7 +159,7 @@ int run_server(const ServerOptions& o) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts: all inherit it
 
   ServerContext ctx(o);
-  ctx.model_file = std::filesystem::path(o.model).filename().string();
+  ctx.model_file = o.model.empty() ? Model::default_model_name() : std::filesystem::path(o.model).filename().string();
   ctx.model_name = o.alias.empty() ? ctx.model_file : o.alias;
   HttpServer http(ctx);
   const int port = http.bind(o.host, o.port);

@@ -1,0 +1,17 @@
+// The model of run, chat and serve: the -m file, or without -m the default model built
+// into tessera (Model::load_default, models/README.md).
+#include "commands.h"
+
+namespace tessera::cli {
+
+Result<std::unique_ptr<Model>> load_model_or_default(const std::string& path, const ModelParams& params) {
+  return path.empty() ? Model::load_default(params) : Model::load(path, params);
+}
+
+std::string model_option_help() {
+  const std::string name = Model::default_model_name();
+  return name.empty() ? "GGUF model file (required: this build has no default model)"
+                      : "GGUF model file (default: the built-in " + name + ", see models/README.md)";
+}
+
+}  // namespace tessera::cli
