@@ -85,14 +85,9 @@ void copy_share(Tensor* node, const Tensor* a, const KernelParams& p) {
     }
     return;
   }
-  int64_t r0, r1;
-  split_range(node->nrows(), p.ith, p.nth, &r0, &r1);
-  for (int64_t r = r0; r < r1; ++r) {
-    const RowIndex ri = row_index(node, r);
-    float* y = reinterpret_cast<float*>(elem_ptr(node, 0, ri.i1, ri.i2, ri.i3));
-    const float* x = read_row(a, ri.i1, ri.i2, ri.i3, y);
-    if (x != y) std::memcpy(y, x, size_t(node->ne[0]) * sizeof(float));
-  }
+  for_each_row(node, p, [](float* y, const float* x, int64_t n) {
+    if (x != y) std::memcpy(y, x, size_t(n) * sizeof(float));
+  });
 }
 
 }  // namespace
