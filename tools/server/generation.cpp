@@ -26,7 +26,7 @@ ApiError refusal_error(const serving::Submitted& s) {
 
 }  // namespace
 
-JobRun::JobRun(ServerContext& ctx, const Job& job) : ctx_(ctx), n_per_prompt_(job.request.n_choices) {
+JobRun::JobRun(ServerContext& ctx, const Job& job) : n_per_prompt_(job.request.n_choices) {
   if (ctx.options.timeout_s > 0) {
     has_deadline_ = true;
     deadline_ = serving::Clock::now() + std::chrono::duration_cast<serving::Clock::duration>(

@@ -57,7 +57,6 @@ class JobRun {
   serving::Usage usage() const;
 
  private:
-  ServerContext& ctx_;
   std::vector<std::shared_ptr<serving::Stream>> streams_;
   std::vector<bool> done_;
   int n_per_prompt_ = 1;

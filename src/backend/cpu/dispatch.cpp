@@ -2,6 +2,9 @@
 // per-level tables only for levels this CPU runs.
 #include <atomic>
 #include <cstdlib>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <string>
 
 #include "backend/cpu/vec.h"
@@ -10,10 +13,18 @@
 namespace tessera::cpu {
 namespace {
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C from cpuid leaf 1 (ECX bit 29): clang's __builtin_cpu_supports has no "f16c".
+// The OS's saving of the AVX state is checked by the "avx2" test beside it.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 bool cpu_has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
 #else
   return false;
 #endif

@@ -11,7 +11,9 @@
 // bug 105593); silence it for the header only.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
@@ -41,7 +43,10 @@ using quant::QK_K;
 // ---- helpers --------------------------------------------------------------------------
 
 inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
-inline uint16_t to_fp16(float f) { return uint16_t(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT)); }
+// _cvtss_sh spelled out: clang's macro uses a compound literal, which -Wpedantic flags.
+inline uint16_t to_fp16(float f) {
+  return uint16_t(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
+}
 
 inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
