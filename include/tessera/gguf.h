@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tessera/dtype.h"
+#include "tessera/limits.h"
 #include "tessera/status.h"
 
 namespace tessera::gguf {
@@ -46,7 +47,7 @@ std::string_view value_type_name(ValueType t);
 bool is_known_value_type(uint32_t id);
 
 /// Deepest nesting of arrays the reader accepts (an array of scalars has depth 1).
-inline constexpr int kMaxArrayDepth = 8;
+inline constexpr int kMaxArrayDepth = limits::kMaxArrayDepth;
 /// Default alignment of the data section and of each tensor within it.
 inline constexpr size_t kDefaultAlignment = 32;
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "tessera/limits.h"
 #include "tessera/status.h"
 
 namespace tessera::gguf {
@@ -54,8 +55,10 @@ class Cursor {
     return read_bytes(&out, sizeof(T), what);
   }
 
-  /// Reads a GGUF string: u64 length, then that many bytes (no terminator).
-  Status read_string(std::string& out, std::string_view what) {
+  /// Reads a GGUF string: u64 length, then that many bytes (no terminator). `limit`
+  /// names the largest length allowed (limits.h) for the message.
+  Status read_string(std::string& out, std::string_view what, uint64_t max_len = limits::kMaxStringBytes,
+                     std::string_view limit = "kMaxStringBytes") {
     const size_t at = pos_;
     uint64_t len = 0;
     TESSERA_RETURN_IF_ERROR(read(len, what));
@@ -64,20 +67,31 @@ class Cursor {
                                    std::to_string(remaining()) + " bytes left, file size " +
                                    std::to_string(size_) + ")");
     }
+    if (len > max_len) return over_limit(what, at, "string length", len, limit, max_len);
     out.assign(reinterpret_cast<const char*>(data_ + pos_), size_t(len));
     pos_ += size_t(len);
     return Status::ok();
   }
 
-  /// An error unless `count` items of at least `min_size` bytes each fit in what is left.
-  Status check_count(uint64_t count, uint64_t min_size, std::string_view what, size_t at) const {
+  /// An error unless `count` items of at least `min_size` bytes each fit in what is left
+  /// and `count` is at most `max_count`, the limit called `limit` (limits.h).
+  Status check_count(uint64_t count, uint64_t min_size, std::string_view what, size_t at, uint64_t max_count,
+                     std::string_view limit) const {
     uint64_t need = 0;
     if (!mul_ok(count, min_size, &need) || need > remaining()) {
       return fail_at(what, at, "count " + std::to_string(count) + " cannot fit in the " +
                                    std::to_string(remaining()) + " bytes left (file size " +
                                    std::to_string(size_) + ")");
     }
+    if (count > max_count) return over_limit(what, at, "count", count, limit, max_count);
     return Status::ok();
+  }
+
+  /// "<what> at offset <at>: <quantity> <value> is above tessera's limit <limit> = <max>".
+  Status over_limit(std::string_view what, size_t at, std::string_view quantity, uint64_t value,
+                    std::string_view limit, uint64_t max) const {
+    return fail_at(what, at, std::string(quantity) + " " + std::to_string(value) + " is above tessera's limit " +
+                                 std::string(limit) + " = " + std::to_string(max));
   }
 
  private:

@@ -66,7 +66,6 @@ namespace {
 
 constexpr char kMagic[4] = {'G', 'G', 'U', 'F'};
 constexpr size_t kHeaderSize = 4 + 4 + 8 + 8;
-constexpr size_t kMaxNameLength = 65535;
 // Smallest possible encodings, used to bound counts before anything is allocated.
 constexpr uint64_t kMinKvSize = 8 + 1 + 4 + 1;              // key "x", type, a u8
 constexpr uint64_t kMinTensorInfoSize = 8 + 1 + 4 + 8 + 4 + 8;  // name "x", n_dims, 1 dim, type, offset
@@ -97,7 +96,6 @@ std::string type_description(const Value& v) {
 // Checks a key or tensor name; returns "" when fine, else the problem.
 std::string name_problem(const std::string& name) {
   if (name.empty()) return "is empty";
-  if (name.size() > kMaxNameLength) return "is longer than 65535 bytes";
   if (!is_valid_utf8(name)) return "is not valid UTF-8";
   return "";
 }
@@ -163,8 +161,9 @@ Status FileParser::parse_header() {
   }
   TESSERA_RETURN_IF_ERROR(c_.read(tensor_count_, "tensor_count"));
   TESSERA_RETURN_IF_ERROR(c_.read(kv_count_, "metadata_kv_count"));
-  TESSERA_RETURN_IF_ERROR(c_.check_count(kv_count_, kMinKvSize, "metadata_kv_count", 16));
-  return c_.check_count(tensor_count_, kMinTensorInfoSize, "tensor_count", 8);
+  TESSERA_RETURN_IF_ERROR(
+      c_.check_count(kv_count_, kMinKvSize, "metadata_kv_count", 16, limits::kMaxMetadataKeys, "kMaxMetadataKeys"));
+  return c_.check_count(tensor_count_, kMinTensorInfoSize, "tensor_count", 8, limits::kMaxTensors, "kMaxTensors");
 }
 
 Status FileParser::parse_metadata() {
@@ -172,7 +171,7 @@ Status FileParser::parse_metadata() {
     const size_t at = c_.pos();
     const std::string what = "key #" + std::to_string(i);
     std::string key;
-    TESSERA_RETURN_IF_ERROR(c_.read_string(key, what));
+    TESSERA_RETURN_IF_ERROR(c_.read_string(key, what, limits::kMaxNameBytes, "kMaxNameBytes"));
     if (std::string problem = name_problem(key); !problem.empty()) {
       return c_.fail_at(what, at, "key " + quoted(key) + " " + problem);
     }
@@ -245,7 +244,7 @@ Result<Value> FileParser::read_value(uint32_t type_id, int depth, const std::str
 Result<Value> FileParser::read_array(int depth, const std::string& what) {
   const size_t at = c_.pos();
   if (depth > kMaxArrayDepth) {
-    return c_.fail_at(what, at, "arrays nested deeper than " + std::to_string(kMaxArrayDepth) + " levels");
+    return c_.fail_at(what, at, "arrays nested deeper than " + std::to_string(kMaxArrayDepth) + " levels (tessera's limit kMaxArrayDepth)");
   }
   uint32_t elem_id = 0;
   TESSERA_RETURN_IF_ERROR(c_.read(elem_id, what + " array element type"));
@@ -255,7 +254,8 @@ Result<Value> FileParser::read_array(int depth, const std::string& what) {
   const auto elem = static_cast<ValueType>(elem_id);
   uint64_t count = 0;
   TESSERA_RETURN_IF_ERROR(c_.read(count, what + " array count"));
-  TESSERA_RETURN_IF_ERROR(c_.check_count(count, min_element_size(elem), what + " array", at + 4));
+  TESSERA_RETURN_IF_ERROR(c_.check_count(count, min_element_size(elem), what + " array", at + 4,
+                                         limits::kMaxArrayElements, "kMaxArrayElements"));
   return read_array_elements(elem, count, depth, what);
 }
 
@@ -323,7 +323,7 @@ Status FileParser::parse_tensor_info(uint64_t index) {
   TensorInfo t{};
   const size_t at = c_.pos();
   const std::string name_what = "tensor #" + std::to_string(index) + " name";
-  TESSERA_RETURN_IF_ERROR(c_.read_string(t.name, name_what));
+  TESSERA_RETURN_IF_ERROR(c_.read_string(t.name, name_what, limits::kMaxNameBytes, "kMaxNameBytes"));
   if (std::string problem = name_problem(t.name); !problem.empty()) {
     return c_.fail_at(name_what, at, "tensor name " + quoted(t.name) + " " + problem);
   }
@@ -345,8 +345,9 @@ Status FileParser::parse_dims(TensorInfo& t, const std::string& what) {
   const size_t at = c_.pos();
   uint32_t n_dims = 0;
   TESSERA_RETURN_IF_ERROR(c_.read(n_dims, what + " n_dims"));
-  if (n_dims == 0 || n_dims > 4) {
-    return c_.fail_at(what, at, "n_dims is " + std::to_string(n_dims) + ", expected 1 to 4");
+  if (n_dims == 0 || n_dims > limits::kMaxTensorDims) {
+    return c_.fail_at(what, at, "n_dims is " + std::to_string(n_dims) + ", expected 1 to " +
+                                    std::to_string(limits::kMaxTensorDims));
   }
   t.n_dims = int(n_dims);
   t.ne = {1, 1, 1, 1};

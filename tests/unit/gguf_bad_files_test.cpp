@@ -63,6 +63,13 @@ Bytes with_key(const std::string& key, Value v) {
   return w.to_bytes();
 }
 
+// `b` with `n` zero bytes appended: room for a count past a limit to fit in the file, so
+// that the limit, not the file size, refuses it.
+Bytes padded(Bytes b, uint64_t n) {
+  b.resize(b.size() + size_t(n), 0);
+  return b;
+}
+
 Value nested(int depth) {
   Value v = Value::array(std::vector<uint8_t>{1});
   for (int i = 1; i < depth; ++i) v = Value::array(std::vector<Value>{v});
@@ -161,6 +168,62 @@ std::vector<BadCase> bad_cases() {
       {"overlap", patched([](Bytes& b) { poke<uint64_t>(b, tensor_offset_at(b, "tensor_b", 1), 32); }),
        {"tensor_b", "overlaps", "tensor_a"}},
       {"truncated_data", [] { Bytes b = base_bytes(); b.pop_back(); return b; }, {"tensor_b", "beyond end of file"}},
+      // The limits of tessera/limits.h, each with a file big enough that only the limit refuses.
+      {"kv_count_over_limit", [] {
+         Bytes b = padded(base_bytes(), (limits::kMaxMetadataKeys + 1) * 14);
+         poke<uint64_t>(b, 16, limits::kMaxMetadataKeys + 1);
+         return b;
+       },
+       {"metadata_kv_count", "kMaxMetadataKeys = 65536"}},
+      {"tensor_count_over_limit", [] {
+         Bytes b = padded(base_bytes(), (limits::kMaxTensors + 1) * 33);
+         poke<uint64_t>(b, 8, limits::kMaxTensors + 1);
+         return b;
+       },
+       {"tensor_count", "kMaxTensors = 65536"}},
+      {"key_over_name_limit", [] {
+         Bytes b = padded(base_bytes(), limits::kMaxNameBytes + 1);
+         poke<uint64_t>(b, 24, limits::kMaxNameBytes + 1);
+         return b;
+       },
+       {"key #0", "string length 65536", "kMaxNameBytes"}},
+      {"tensor_name_over_limit", [] {
+         Bytes b = padded(base_bytes(), limits::kMaxNameBytes + 1);
+         poke<uint64_t>(b, find_text(b, "tensor_a") - 8, limits::kMaxNameBytes + 1);
+         return b;
+       },
+       {"tensor #0 name", "kMaxNameBytes"}},
+      {"string_over_limit", [] {
+         Bytes b = padded(base_bytes(), limits::kMaxStringBytes + 1);
+         poke<uint64_t>(b, key_value_at(b, "test.name"), limits::kMaxStringBytes + 1);
+         return b;
+       },
+       {"test.name", "string length 16777217", "kMaxStringBytes"}},
+      {"array_over_limit", [] {
+         Bytes b = padded(with_key("test.bytes", Value::array(std::vector<uint8_t>{1})), limits::kMaxArrayElements + 1);
+         poke<uint64_t>(b, key_value_at(b, "test.bytes") + 4, limits::kMaxArrayElements + 1);
+         return b;
+       },
+       {"test.bytes", "count 16777217", "kMaxArrayElements"}},
+      {"string_array_over_limit", [] {
+         Bytes b = padded(base_bytes(), (limits::kMaxArrayElements + 1) * 8);
+         poke<uint64_t>(b, key_value_at(b, "test.words") + 4, limits::kMaxArrayElements + 1);
+         return b;
+       },
+       {"test.words", "kMaxArrayElements"}},
+      {"bool_array_bad_element", [] {  // a u8 array retyped as bool
+         Bytes b = with_key("test.bools", Value::array(std::vector<uint8_t>{1, 0, 7}));
+         poke<uint32_t>(b, key_value_at(b, "test.bools"), uint32_t(ValueType::Bool));
+         return b;
+       },
+       {"test.bools", "bool element 2 is 7"}},
+      {"alignment_not_u32_array", [] { return with_key("general.alignment", Value::array(std::vector<uint32_t>{32})); },
+       {"general.alignment", "array of u32"}},
+      {"dims_past_int64", patched([](Bytes& b) { poke<uint64_t>(b, tensor_dim_at(b, "tensor_a", 0), ~uint64_t(0)); }),
+       {"tensor_a", "dimension 0 is -1"}},
+      {"type_change_past_eof",  // Q4_0 -> F32: four times the bytes, past the end
+       patched([](Bytes& b) { poke<uint32_t>(b, tensor_type_at(b, "tensor_b", 1), uint32_t(DType::F32)); }),
+       {"tensor_b", "beyond end of file"}},
   };
 }
 
@@ -172,7 +235,7 @@ TEST(GgufBadFiles, BaseFileIsValid) {
 
 TEST(GgufBadFiles, CorpusIsRejectedWithAMessage) {
   const auto cases = bad_cases();
-  ASSERT_GE(cases.size(), 22u);
+  ASSERT_GE(cases.size(), 51u);
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.name);
     auto f = File::from_bytes(c.make(), "bad.gguf");

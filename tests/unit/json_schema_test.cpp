@@ -424,12 +424,12 @@ TEST(JsonSchema, DepthLimits) {
   EXPECT_NE(deep.find("schemas nested deeper than 64 levels"), std::string::npos) << deep;
   EXPECT_EQ(deep.rfind("json schema: /items/items/", 0), 0u) << deep;
   EXPECT_EQ(error_of(std::string(100000, '[') + std::string(100000, ']')),
-            "json schema: JSON nested deeper than 512 levels");
+            "json schema: JSON nested deeper than 512 levels (tessera's limit kMaxSchemaTextDepth)");
 }
 
 TEST(JsonSchema, CountAndRuleLimits) {
   EXPECT_EQ(error_of(R"({"type": "string", "maxLength": 10001})"),
-            "json schema: (root): 'maxLength' 10001 is above the limit 10000");
+            "json schema: (root): 'maxLength' 10001 is above tessera's limit kMaxSchemaCount = 10000");
   const auto big = compile(R"({"type": "string", "maxLength": 2000})");
   const auto quoted = [](size_t n) {  // a JSON string of n letters
     std::string s(n + 2, 'a');
@@ -441,7 +441,7 @@ TEST(JsonSchema, CountAndRuleLimits) {
   const std::string many = error_of(R"({"type": "object", "properties": {
       "a": {"type": "string", "maxLength": 10000}, "b": {"type": "string", "maxLength": 10000},
       "c": {"type": "string", "maxLength": 10000}}})");
-  EXPECT_EQ(many, "json schema: /properties/b: the grammar would need more than 20000 rules");
+  EXPECT_EQ(many, "json schema: /properties/b: the grammar would need more than 20000 rules (tessera's limit kMaxSchemaRules)");
 }
 
 }  // namespace

@@ -15,10 +15,7 @@ namespace tessera {
 namespace grammar::schema {
 namespace {
 
-/// Deepest bracket nesting of the schema's JSON text, checked before parsing it (the
-/// compiler and nlohmann's dump recurse per level). Generous beside kMaxDepth: a schema
-/// level is two JSON levels (`properties` and the schema), plus enum values.
-constexpr int kMaxTextDepth = 512;
+constexpr int kMaxTextDepth = limits::kMaxSchemaTextDepth;
 
 enum class Kind {
   Annotation,  // accepted, constrains nothing
@@ -197,7 +194,7 @@ Result<std::string> Compiler::define(const std::string& name, std::string body,
                                      const std::string& ptr) {
   if (!w_.define(name, std::move(body))) {
     return schema_error(ptr, "the grammar would need more than " + std::to_string(kMaxRules) +
-                                 " rules");
+                                 " rules (tessera's limit kMaxSchemaRules)");
   }
   return name;
 }
@@ -205,7 +202,8 @@ Result<std::string> Compiler::define(const std::string& name, std::string body,
 Status Compiler::charge(size_t units, const std::string& ptr) {
   if (w_.charge(units)) return Status::ok();
   return schema_error(ptr,
-                      "the grammar would need more than " + std::to_string(kMaxRules) + " rules");
+                      "the grammar would need more than " + std::to_string(kMaxRules) +
+                          " rules (tessera's limit kMaxSchemaRules)");
 }
 
 Status Compiler::check_keywords(const Json& s, const std::string& ptr) const {
@@ -237,7 +235,7 @@ Result<std::string> Compiler::compile(const Json& s, const std::string& ptr,
   if (!s.is_object()) return schema_error(ptr, "a schema must be an object or a boolean");
   if (depth > kMaxDepth) {
     return schema_error(ptr, "schemas nested deeper than " + std::to_string(kMaxDepth) +
-                                 " levels");
+                                 " levels (tessera's limit kMaxSchemaDepth)");
   }
   TESSERA_RETURN_IF_ERROR(check_keywords(s, ptr));
   for (const char* keyword : {"$ref", "anyOf", "oneOf", "allOf"}) {
@@ -437,7 +435,8 @@ Result<std::string> json_schema_to_grammar(std::string_view schema_json) {
   using grammar::schema::Json;
   if (grammar::schema::text_depth(schema_json) > grammar::schema::kMaxTextDepth) {
     return Status::error("json schema: JSON nested deeper than " +
-                         std::to_string(grammar::schema::kMaxTextDepth) + " levels");
+                         std::to_string(grammar::schema::kMaxTextDepth) +
+                         " levels (tessera's limit kMaxSchemaTextDepth)");
   }
   Json schema;
   try {

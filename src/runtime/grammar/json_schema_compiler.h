@@ -12,16 +12,15 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/grammar/json_schema_gbnf.h"
+#include "tessera/limits.h"
 #include "tessera/status.h"
 
 namespace tessera::grammar::schema {
 
 using Json = nlohmann::ordered_json;  // keeps `properties` in the schema's order
 
-/// Deepest nesting of schemas inside schemas (the compiler recurses once per level).
-constexpr int kMaxDepth = 64;
-/// Largest minLength / maxLength / minItems / maxItems: the GBNF parser's repetition limit.
-constexpr uint64_t kMaxCount = 10000;
+constexpr int kMaxDepth = limits::kMaxSchemaDepth;
+constexpr uint64_t kMaxCount = limits::kMaxSchemaCount;
 
 /// "json schema: POINTER: what" (the root's pointer reads "(root)").
 Status schema_error(const std::string& pointer, const std::string& what);

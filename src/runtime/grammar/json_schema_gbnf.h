@@ -9,12 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/limits.h"
+
 namespace tessera::grammar::schema {
 
-/// Most rules one schema may produce, counting each bounded repetition unit (a
-/// `maxLength: 100` string costs ~100 rules in the parsed grammar): the parsed grammar's
-/// memory and the parse stacks' expansion time grow with it.
-constexpr size_t kMaxRules = 20000;
+constexpr size_t kMaxRules = limits::kMaxSchemaRules;
 
 /// `text` (UTF-8) as a GBNF string literal, quotes included.
 std::string gbnf_literal(std::string_view text);

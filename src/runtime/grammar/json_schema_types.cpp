@@ -58,7 +58,7 @@ Result<uint64_t> Compiler::count_keyword(const Json& s, const char* name, const 
   }
   if (n > kMaxCount) {
     return schema_error(ptr, std::string("'") + name + "' " + std::to_string(n) +
-                                 " is above the limit " + std::to_string(kMaxCount));
+                                 " is above tessera's limit kMaxSchemaCount = " + std::to_string(kMaxCount));
   }
   return n;
 }

@@ -10,14 +10,15 @@
 #include <unordered_map>
 #include <utility>
 
+#include "tessera/limits.h"
 #include "tokenizer/unicode.h"
 
 namespace tessera::grammar {
 namespace {
 
 constexpr uint32_t kUnbounded = UINT32_MAX;
-constexpr uint32_t kMaxRepeat = 10000;  // {m,n} counts: each unit costs a rule or a copy
-constexpr int kMaxNesting = 256;
+constexpr uint32_t kMaxRepeat = limits::kMaxGrammarRepeat;
+constexpr int kMaxNesting = limits::kMaxGrammarNesting;
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -280,7 +281,7 @@ Status Parser::parse_class(std::vector<Symbol>& seq) {
 Status Parser::parse_group(std::vector<Symbol>& seq) {
   const size_t open = pos_++;
   if (++depth_ > kMaxNesting)
-    return error_at(open, "groups nested deeper than " + std::to_string(kMaxNesting));
+    return error_at(open, "groups nested deeper than " + std::to_string(kMaxNesting) + " (tessera's limit kMaxGrammarNesting)");
   skip_space(true);
   std::vector<std::vector<Symbol>> alts;
   TESSERA_RETURN_IF_ERROR(parse_alternatives(true, alts));
@@ -306,7 +307,7 @@ Result<std::pair<uint32_t, uint32_t>> Parser::parse_braces() {
     while (peek() >= '0' && peek() <= '9') {
       v = v * 10 + static_cast<uint64_t>(peek() - '0');
       if (v > kMaxRepeat)
-        return error_at(open, "repetition count above " + std::to_string(kMaxRepeat));
+        return error_at(open, "repetition count above " + std::to_string(kMaxRepeat) + " (tessera's limit kMaxGrammarRepeat)");
       present = true;
       ++pos_;
     }
