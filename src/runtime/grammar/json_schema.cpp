@@ -441,7 +441,7 @@ Result<std::string> json_schema_to_grammar(std::string_view schema_json) {
   Json schema;
   try {
     schema = Json::parse(schema_json);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     return Status::error(std::string("json schema: not valid JSON: ") + e.what());
   }
   grammar::schema::Compiler compiler(schema);
