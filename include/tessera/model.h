@@ -66,6 +66,10 @@ class Model {
   static Result<std::unique_ptr<Model>> load(const std::string& path);
   /// The same, with adapters (whose errors name the adapter file) and load options.
   static Result<std::unique_ptr<Model>> load(const std::string& path, const ModelParams& params);
+  /// The same from a GGUF image in memory (an embedded or downloaded file); `name` stands
+  /// for the path in messages and ModelInfo::path.
+  static Result<std::unique_ptr<Model>> load_from_memory(std::vector<uint8_t> bytes, const std::string& name,
+                                                         const ModelParams& params = {});
   /// The default model built into this build of tessera (models/README.md: a small LLaMA
   /// tessera trained itself), as run, chat and serve use it without -m. An error when the
   /// build has none (CMake's TESSERA_DEFAULT_MODEL).
@@ -75,7 +79,8 @@ class Model {
   ~Model();
 
   const ModelInfo& info() const;
-  /// The model's tokenizer, or null when the file has no (supported) vocabulary.
+  /// The model's tokenizer, or null when the file has no vocabulary (no tokenizer.ggml.model,
+  /// or "none"); a file whose vocabulary does not load (mistyped, unsupported) is refused.
   const Tokenizer* tokenizer() const;
   const gguf::File& file() const;
 

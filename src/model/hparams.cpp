@@ -1,14 +1,26 @@
 #include "model/hparams.h"
 
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "tessera/limits.h"
+
 namespace tessera {
 namespace {
 
-/// An integer key that must be present and positive.
-Status read_positive(const gguf::File& f, const std::string& key, int64_t* out) {
+constexpr int64_t kMaxSize = limits::kMaxModelSize;
+constexpr int64_t kMaxLayers = limits::kMaxLayers;
+
+/// An integer key that must be present, in 1..max.
+/// `limit` names the bound (limits.h) for the message.
+Status read_positive(const gguf::File& f, const std::string& key, int64_t* out, int64_t max = kMaxSize,
+                     const char* limit = "kMaxModelSize") {
   Result<int64_t> v = f.get_int(key);
   if (!v) return v.status();
-  if (*v <= 0 || *v > (int64_t(1) << 40)) {
-    return Status::error("model: key '" + key + "' = " + std::to_string(*v) + " is out of range");
+  if (*v <= 0 || *v > max) {
+    return Status::error("model: key '" + key + "' = " + std::to_string(*v) + " is out of range (1 to " +
+                         std::to_string(max) + ", tessera's limit " + limit + ")");
   }
   *out = *v;
   return Status::ok();
@@ -20,10 +32,22 @@ Status read_optional_positive(const gguf::File& f, const std::string& key, int64
   return read_positive(f, key, out);
 }
 
-Status read_optional_float(const gguf::File& f, const std::string& key, float* out) {
+enum class FloatRange { NonNegative, Positive };
+
+/// An optional float key, finite (as a float) and in `range`; `*out` keeps its value when
+/// the key is absent.
+Status read_optional_float(const gguf::File& f, const std::string& key, float* out, FloatRange range) {
   if (f.find(key) == nullptr) return Status::ok();
   Result<double> v = f.get_float(key);
   if (!v) return v.status();
+  // Checked as a double: a value beyond float's range has no float to convert to.
+  const bool finite = std::isfinite(*v) && std::fabs(*v) <= double(std::numeric_limits<float>::max());
+  if (!finite || (range == FloatRange::Positive ? !(*v > 0) : !(*v >= 0))) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", *v);
+    return Status::error("model: key '" + key + "' = " + value + " must be a finite number " +
+                         (range == FloatRange::Positive ? "> 0" : ">= 0"));
+  }
   *out = float(*v);
   return Status::ok();
 }
@@ -36,10 +60,6 @@ Status check_shape(const HParams& h) {
   if (h.n_rot > h.head_dim || h.n_rot % 2 != 0) {
     return Status::error("model: rope.dimension_count " + std::to_string(h.n_rot) +
                          " must be even and at most the head size " + std::to_string(h.head_dim));
-  }
-  if (!(h.rope_freq_base > 0) || !(h.rope_freq_scale > 0) || !(h.rms_eps >= 0) ||
-      !(h.norm_eps >= 0)) {
-    return Status::error("model: rope frequency base/scale must be positive, epsilons >= 0");
   }
   return Status::ok();
 }
@@ -55,7 +75,7 @@ Result<HParams> read_hparams(const gguf::File& f) {
 
   TESSERA_RETURN_IF_ERROR(read_positive(f, p + "context_length", &h.n_ctx_train));
   TESSERA_RETURN_IF_ERROR(read_positive(f, p + "embedding_length", &h.n_embd));
-  TESSERA_RETURN_IF_ERROR(read_positive(f, p + "block_count", &h.n_layer));
+  TESSERA_RETURN_IF_ERROR(read_positive(f, p + "block_count", &h.n_layer, kMaxLayers, "kMaxLayers"));
   TESSERA_RETURN_IF_ERROR(read_positive(f, p + "feed_forward_length", &h.n_ff));
   TESSERA_RETURN_IF_ERROR(read_positive(f, p + "attention.head_count", &h.n_head));
   h.n_head_kv = h.n_head;
@@ -77,7 +97,11 @@ Result<HParams> read_hparams(const gguf::File& f) {
   h.n_rot = h.head_dim;
   TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "rope.dimension_count", &h.n_rot));
 
-  if (const gguf::Value* tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
+  if (const gguf::Value* tokens = f.find("tokenizer.ggml.tokens")) {
+    if (!tokens->is_array() || tokens->array_size() == 0) {
+      return Status::error("model: key 'tokenizer.ggml.tokens' is " +
+                           std::string(tokens->is_array() ? "an empty array" : "not an array"));
+    }
     h.n_vocab = int64_t(tokens->array_size());
   }
   TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "vocab_size", &h.n_vocab));
@@ -85,22 +109,23 @@ Result<HParams> read_hparams(const gguf::File& f) {
     return Status::error("model: no vocabulary size (tokenizer.ggml.tokens or " + p + "vocab_size)");
   }
 
-  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.layer_norm_rms_epsilon", &h.rms_eps));
-  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.layer_norm_epsilon", &h.norm_eps));
-  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.freq_base", &h.rope_freq_base));
-  float scaling_factor = 0.0f;
-  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.scaling.factor", &scaling_factor));
+  using enum FloatRange;
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.layer_norm_rms_epsilon", &h.rms_eps, NonNegative));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.layer_norm_epsilon", &h.norm_eps, NonNegative));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.freq_base", &h.rope_freq_base, Positive));
+  float scaling_factor = 0.0f;  // 0: none
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.scaling.factor", &scaling_factor, NonNegative));
   if (scaling_factor > 0.0f) h.rope_freq_scale = 1.0f / scaling_factor;
-  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.max_alibi_bias", &h.alibi_max_bias));
-  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.clamp_kqv", &h.clamp_kqv));
+  if (!std::isfinite(h.rope_freq_scale)) {
+    return Status::error("model: key '" + p + "rope.scaling.factor' is too small: its inverse is not a finite float");
+  }
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.max_alibi_bias", &h.alibi_max_bias, NonNegative));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.clamp_kqv", &h.clamp_kqv, NonNegative));
   TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "attention.sliding_window", &h.n_swa));
   if (const gguf::Value* v = f.find(p + "use_parallel_residual")) {
     const std::optional<bool> b = v->as_bool();
     if (!b) return Status::error("model: key '" + p + "use_parallel_residual' is not a bool");
     h.parallel_residual = *b;
-  }
-  if (!(h.alibi_max_bias >= 0) || !(h.clamp_kqv >= 0)) {
-    return Status::error("model: attention.max_alibi_bias and attention.clamp_kqv must be >= 0");
   }
   TESSERA_RETURN_IF_ERROR(check_shape(h));
   return h;

@@ -1,6 +1,9 @@
 #include "model/lora.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 
 namespace tessera {
@@ -66,6 +69,12 @@ Status attach_one(const gguf::File& f, float scale, const std::map<std::string, 
   if (f.find("adapter.lora.alpha")) {
     Result<double> v = f.get_float("adapter.lora.alpha");
     if (!v) return v.status();
+    // Checked as a double: a value beyond float's range has no float to convert to.
+    if (!std::isfinite(*v) || std::fabs(*v) > double(std::numeric_limits<float>::max())) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%g", *v);
+      return Status::error("key 'adapter.lora.alpha' = " + std::string(value) + " is not a finite number");
+    }
     alpha = float(*v);
   }
   for (const gguf::TensorInfo& a : f.tensors()) {

@@ -7,6 +7,18 @@
 #include "tessera/log.h"
 
 namespace tessera {
+namespace {
+
+/// Whether the file declares a vocabulary (tokenizer.ggml.model, other than llama.cpp's
+/// "none" / "no_vocab" for models without one); files without one run on token ids.
+bool has_vocabulary(const gguf::File& file) {
+  const gguf::Value* model = file.find("tokenizer.ggml.model");
+  if (model == nullptr) return false;
+  const std::string* name = model->as_string();
+  return name == nullptr || (*name != "none" && *name != "no_vocab");
+}
+
+}  // namespace
 
 Model::Model(std::unique_ptr<detail::ModelImpl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
@@ -23,17 +35,21 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelP
   return from_file(std::move(*file), path, params);
 }
 
+Result<std::unique_ptr<Model>> Model::load_from_memory(std::vector<uint8_t> bytes, const std::string& name,
+                                                       const ModelParams& params) {
+  Result<std::unique_ptr<gguf::File>> file = gguf::File::from_bytes(std::move(bytes), name);
+  if (!file) return file.status();
+  return from_file(std::move(*file), name, params);
+}
+
 Result<std::unique_ptr<Model>> Model::load_default(const ModelParams& params) {
   const std::span<const uint8_t> bytes = default_model_bytes();
   if (bytes.empty()) {
     return Status::error("this build of tessera has no default model: give a model file with -m "
                          "(or build with models/" + std::string(kDefaultModelFile) + " present)");
   }
-  const std::string name = default_model_name() + " (built in)";
-  Result<std::unique_ptr<gguf::File>> file =
-      gguf::File::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()), name);
-  if (!file) return file.status();
-  return from_file(std::move(*file), name, params);
+  return load_from_memory(std::vector<uint8_t>(bytes.begin(), bytes.end()),
+                          default_model_name() + " (built in)", params);
 }
 
 std::string Model::default_model_name() { return default_model_bytes().empty() ? "" : kDefaultModelFile; }
@@ -43,14 +59,18 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
   auto impl = std::make_unique<detail::ModelImpl>();
   impl->file = std::move(file);
 
+  // The architecture first: its keys are named after it, so an unknown one would only
+  // show as a missing key.
+  Result<std::string> arch = impl->file->get_string("general.architecture");
+  if (!arch) return arch.status().with_context(path);
+  impl->arch = find_arch(*arch);
+  if (!impl->arch) {
+    return Status::error(path + ": model: architecture '" + *arch +
+                         "' is not supported (supported: " + registered_arch_names() + ")");
+  }
   Result<HParams> hp = read_hparams(*impl->file);
   if (!hp) return hp.status().with_context(path);
   impl->hparams = *hp;
-  impl->arch = find_arch(hp->arch);
-  if (!impl->arch) {
-    return Status::error(path + ": model: architecture '" + hp->arch +
-                         "' is not supported (supported: " + registered_arch_names() + ")");
-  }
   if (impl->arch->configure != nullptr) {
     TESSERA_RETURN_IF_ERROR(impl->arch->configure(*impl->file, impl->hparams).with_context(path));
   }
@@ -70,6 +90,8 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
   Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(*impl->file);
   if (tok) {
     impl->tokenizer = std::move(*tok);
+  } else if (has_vocabulary(*impl->file)) {
+    return tok.status().with_context(path);  // a broken or unsupported one, as llama.cpp refuses it
   } else {
     log(LogLevel::Warn, "%s: no usable tokenizer (%s); only token ids can be used",
         path.c_str(), tok.status().message().c_str());

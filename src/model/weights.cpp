@@ -28,6 +28,11 @@ Status check_tensor(const gguf::TensorInfo& info, const Shape& expected) {
     return Status::error("model: tensor '" + info.name + "' has type " + std::string(t.name) +
                          ", which this build of tessera cannot compute with yet");
   }
+  // Norms, biases and rope factors enter elementwise ops, which take f32 only.
+  if (shape_dims(expected) == 1 && info.type != DType::F32) {
+    return Status::error("model: tensor '" + info.name + "' has type " + std::string(t.name) +
+                         ", but a 1-D weight (a norm, a bias) must be f32");
+  }
   return Status::ok();
 }
 

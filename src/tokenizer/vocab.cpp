@@ -119,6 +119,16 @@ Status read_bpe_data(const gguf::File& file, const std::string& model, BpeData* 
   const auto* merges = find_array<std::string>(file, kMergesKey, "an array of strings", &status);
   TESSERA_RETURN_IF_ERROR(status);
   if (merges != nullptr) {
+    // "left right", split at the first space after the first byte (as bpe.cpp reads them).
+    for (size_t i = 0; i < merges->size(); ++i) {
+      const std::string& merge = (*merges)[i];
+      const size_t space = merge.find(' ', 1);
+      if (space == std::string::npos || space + 1 == merge.size()) {
+        return key_error(file, kMergesKey, "entry " + std::to_string(i) + " " +
+                                               gguf::Value(merge.substr(0, 64)).to_string() +
+                                               " is not two pieces separated by a space");
+      }
+    }
     bpe->merges = *merges;
   } else if (model == "gpt2") {
     return key_error(file, kMergesKey, "is missing (a \"gpt2\" vocabulary needs merges)");

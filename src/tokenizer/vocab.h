@@ -70,8 +70,8 @@ class Vocab {
  public:
   /// Reads tokenizer.ggml.model, tokens, scores, token_type, merges, pre, the special ids
   /// and the flags. Errors: missing model/tokens, mistyped arrays, size mismatches, scores
-  /// absent for a "llama" vocabulary, merges absent for a "gpt2" one. Special ids out of
-  /// range keep their default (as llama.cpp).
+  /// absent for a "llama" vocabulary, merges absent for a "gpt2" one, a merge that is not
+  /// "left right". Special ids out of range keep their default (as llama.cpp).
   static Result<Vocab> from_gguf(const gguf::File& file);
 
   /// Builds from plain lists. `scores` and `types` may be empty (0 / Normal); otherwise
