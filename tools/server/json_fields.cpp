@@ -4,11 +4,12 @@
 #include <cmath>
 
 #include "server/errors.h"
+#include "server/request_limits.h"
 
 namespace tessera::server {
 namespace {
 
-constexpr int kMaxDepth = 64;
+constexpr int kMaxDepth = limits::kMaxJsonDepth;
 
 /// The deepest nesting of arrays and objects in `text` (outside strings); stops counting
 /// once past kMaxDepth. Malformed text is left to the parser.
@@ -47,7 +48,7 @@ std::string range_text(double min, double max) {
 json parse_body(std::string_view body) {
   if (nesting_depth(body) > kMaxDepth) {
     throw bad_request("request body nests arrays or objects deeper than " + std::to_string(kMaxDepth) +
-                      " levels", "invalid_json");
+                      " levels (the server's limit kMaxJsonDepth)", "invalid_json");
   }
   json j;
   try {

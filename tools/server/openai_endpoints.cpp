@@ -49,32 +49,6 @@ void run_openai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
                       : completion_response(meta, out, logprobs, run->timed_out(), ctx.tokenizer()));
 }
 
-/// `input` of /v1/embeddings: a string, strings, token ids, or lists of token ids.
-std::vector<std::vector<TokenId>> embedding_inputs(const Fields& body, const ServerContext& ctx) {
-  const json* in = body.get("input");
-  if (!in) in = body.get("content");  // llama.cpp's name
-  if (!in) throw bad_field("input", "'input' is required");
-  const Tokenizer& tok = ctx.tokenizer();
-  auto encode = [&](const std::string& text, const std::string& param) {
-    std::vector<TokenId> ids = tok.encode(text, true, true);
-    if (ids.empty()) throw bad_field(param, "'" + param + "' is empty: it has no tokens");
-    return ids;
-  };
-  if (in->is_string()) return {encode(in->get<std::string>(), "input")};
-  if (!in->is_array() || in->empty()) throw bad_field("input", "'input' must be a string or a non-empty array");
-  if ((*in)[0].is_number_integer()) return {decode_token_list(*in, "input", tok.n_vocab())};
-  if (in->size() > 256) throw bad_field("input", "'input' lists more than 256 inputs");
-  std::vector<std::vector<TokenId>> out;
-  for (size_t i = 0; i < in->size(); ++i) {
-    const std::string param = "input[" + std::to_string(i) + "]";
-    const json& e = (*in)[i];
-    if (e.is_string()) out.push_back(encode(e.get<std::string>(), param));
-    else if (e.is_array()) out.push_back(decode_token_list(e, param, tok.n_vocab()));
-    else throw bad_field(param, "'" + param + "' must be a string or a list of token ids, not " + type_words(e));
-  }
-  return out;
-}
-
 std::string base64(const std::vector<float>& v) {
   static const char* kDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes(v.size() * sizeof(float), '\0');
@@ -87,20 +61,6 @@ std::string base64(const std::vector<float>& v) {
     for (size_t k = 0; k < 4; ++k) out += k <= n ? kDigits[(w >> (18 - 6 * k)) & 63] : '=';
   }
   return out;
-}
-
-Job embedding_job(const Fields& body, const ServerContext& ctx) {
-  Job job;
-  job.prompts = embedding_inputs(body, ctx);
-  job.request.embedding = true;
-  job.request.max_tokens = 0;
-  if (const std::optional<std::string> pooling = body.string("pooling")) {
-    Result<Pooling> p = parse_pooling(*pooling);
-    if (!p) throw bad_field("pooling", "'pooling': " + p.status().message());
-    job.request.pooling = *p;
-  }
-  job.request.normalize = body.boolean("normalize").value_or(true);
-  return job;
 }
 
 }  // namespace
@@ -123,7 +83,7 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
   if (format != "float" && format != "base64") {
     throw bad_field("encoding_format", "'encoding_format' must be float or base64, not \"" + format + "\"");
   }
-  const Job job = embedding_job(body, ctx);
+  const Job job = decode_embedding_job(body, ctx);
   JobRun run(ctx, job);
   ConnectionWatch watch(req);
   const JobOutput out = collect(run, ctx, watch);

@@ -1,8 +1,9 @@
-// Prompts (chat messages through the chat template, completion prompts in each form the
-// APIs allow), n, streaming and log-probability fields.
+// Prompts (chat messages through the chat template, completion prompts and embedding
+// inputs in each form the APIs allow), n, streaming and log-probability fields.
 #include "server/request_decode.h"
 
 #include "server/errors.h"
+#include "server/request_limits.h"
 #include "server/server_context.h"
 
 namespace tessera::server {
@@ -65,9 +66,9 @@ std::vector<std::vector<TokenId>> completion_prompts(const Fields& body, const S
   if (!p->is_array()) throw bad_field("prompt", "'prompt' must be a string or an array, not " + type_words(*p));
   if (p->empty()) throw bad_field("prompt", "'prompt' is an empty array");
   if (all_integers(*p)) return {decode_token_list(*p, "prompt", n_vocab)};
-  constexpr size_t kMaxPrompts = 64;
-  if (p->size() > kMaxPrompts) {
-    throw bad_field("prompt", "'prompt' lists more than " + std::to_string(kMaxPrompts) + " prompts");
+  if (p->size() > limits::kMaxPrompts) {
+    throw bad_field("prompt", "'prompt' lists more than " + std::to_string(limits::kMaxPrompts) +
+                                  " prompts (the server's limit kMaxPrompts)");
   }
   std::vector<std::vector<TokenId>> prompts;
   for (size_t i = 0; i < p->size(); ++i) {
@@ -132,6 +133,35 @@ void decode_logprobs(const Fields& body, Dialect dialect, serving::GenerationReq
   }
 }
 
+/// `input` of /v1/embeddings: a string, strings, token ids, or lists of token ids.
+std::vector<std::vector<TokenId>> embedding_inputs(const Fields& body, const ServerContext& ctx) {
+  const json* in = body.get("input");
+  if (!in) in = body.get("content");  // llama.cpp's name
+  if (!in) throw bad_field("input", "'input' is required");
+  const Tokenizer& tok = ctx.tokenizer();
+  auto encode = [&](const std::string& text, const std::string& param) {
+    std::vector<TokenId> ids = tok.encode(text, true, true);
+    if (ids.empty()) throw bad_field(param, "'" + param + "' is empty: it has no tokens");
+    return ids;
+  };
+  if (in->is_string()) return {encode(in->get<std::string>(), "input")};
+  if (!in->is_array() || in->empty()) throw bad_field("input", "'input' must be a string or a non-empty array");
+  if ((*in)[0].is_number_integer()) return {decode_token_list(*in, "input", tok.n_vocab())};
+  if (in->size() > limits::kMaxEmbeddingInputs) {
+    throw bad_field("input", "'input' lists more than " + std::to_string(limits::kMaxEmbeddingInputs) +
+                                 " inputs (the server's limit kMaxEmbeddingInputs)");
+  }
+  std::vector<std::vector<TokenId>> out;
+  for (size_t i = 0; i < in->size(); ++i) {
+    const std::string param = "input[" + std::to_string(i) + "]";
+    const json& e = (*in)[i];
+    if (e.is_string()) out.push_back(encode(e.get<std::string>(), param));
+    else if (e.is_array()) out.push_back(decode_token_list(e, param, tok.n_vocab()));
+    else throw bad_field(param, "'" + param + "' must be a string or a list of token ids, not " + type_words(e));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<TokenId> decode_token_list(const json& v, const std::string& param, int32_t n_vocab) {
@@ -192,7 +222,7 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
   }
   decode_stream(body, job);
   if (dialect != Dialect::Llama) {
-    job.request.n_choices = int(body.integer("n", 1, 128).value_or(1));
+    job.request.n_choices = int(body.integer("n", 1, limits::kMaxChoices).value_or(1));
   }
   decode_logprobs(body, dialect, job.request);
   decode_generation_fields(body, dialect, ctx, job.request);
@@ -200,6 +230,20 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
     const std::string_view marker = ctx.chat_template->end_marker();
     if (!marker.empty()) job.request.stop.emplace_back(marker);
   }
+  return job;
+}
+
+Job decode_embedding_job(const Fields& body, const ServerContext& ctx) {
+  Job job;
+  job.prompts = embedding_inputs(body, ctx);
+  job.request.embedding = true;
+  job.request.max_tokens = 0;
+  if (const std::optional<std::string> pooling = body.string("pooling")) {
+    Result<Pooling> p = parse_pooling(*pooling);
+    if (!p) throw bad_field("pooling", "'pooling': " + p.status().message());
+    job.request.pooling = *p;
+  }
+  job.request.normalize = body.boolean("normalize").value_or(true);
   return job;
 }
 

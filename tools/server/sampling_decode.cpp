@@ -4,6 +4,7 @@
 #include <random>
 
 #include "server/errors.h"
+#include "server/request_limits.h"
 #include "server/request_decode.h"
 #include "server/server_context.h"
 #include "tessera/grammar.h"
@@ -13,8 +14,8 @@ namespace tessera::server {
 namespace {
 
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
-constexpr size_t kMaxStops = 16;
-constexpr size_t kMaxLogitBias = 1024;
+using limits::kMaxLogitBias;
+using limits::kMaxStops;
 
 int32_t decode_max_tokens(const Fields& body, Dialect dialect) {
   switch (dialect) {
@@ -65,7 +66,10 @@ std::vector<LogitBias> decode_logit_bias(const Fields& body, int32_t n_vocab) {
   if (!lb->is_object() && !lb->is_array()) {
     throw bad_field("logit_bias", "'logit_bias' must be an object mapping token ids to biases, not " + type_words(*lb));
   }
-  if (lb->size() > kMaxLogitBias) throw bad_field("logit_bias", "'logit_bias' has more than 1024 entries");
+  if (lb->size() > kMaxLogitBias) {
+    throw bad_field("logit_bias", "'logit_bias' has more than " + std::to_string(kMaxLogitBias) +
+                                      " entries (the server's limit kMaxLogitBias)");
+  }
   std::vector<LogitBias> out;
   if (lb->is_object()) {
     for (auto it = lb->begin(); it != lb->end(); ++it) {
@@ -87,7 +91,10 @@ std::vector<std::string> decode_stop(const Fields& body) {
   if (!s) return {};
   if (s->is_string()) return {s->get<std::string>()};
   if (!s->is_array()) throw bad_field("stop", "'stop' must be a string or an array of strings, not " + type_words(*s));
-  if (s->size() > kMaxStops) throw bad_field("stop", "'stop' has more than " + std::to_string(kMaxStops) + " strings");
+  if (s->size() > kMaxStops) {
+    throw bad_field("stop", "'stop' has more than " + std::to_string(kMaxStops) +
+                                " strings (the server's limit kMaxStops)");
+  }
   std::vector<std::string> out;
   for (const json& e : *s) {
     if (!e.is_string()) throw bad_field("stop", "'stop' must hold strings only, not " + type_words(e));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "server/request_limits.h"
 #include "tessera/model.h"
 #include "tessera/serving.h"
 #include "tessera/status.h"
@@ -32,7 +33,7 @@ struct ServerOptions {
   std::string cors_origin;  // empty: no CORS headers
   bool webui = true;
   bool prefix_cache = true;
-  size_t max_body_bytes = size_t(8) << 20;
+  size_t max_body_bytes = limits::kDefaultMaxBodyBytes;
 };
 
 /// The engine's parameters for `o`: -c alone gives each sequence c / np cells; with
