@@ -53,7 +53,7 @@ json parse_body(std::string_view body) {
   json j;
   try {
     j = json::parse(body.begin(), body.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw bad_request(std::string("request body is not valid JSON: ") + e.what(), "invalid_json");
   }
   if (!j.is_object()) throw bad_request("request body must be a JSON object, not " + type_words(j), "invalid_json");
