@@ -53,7 +53,9 @@ class Tokenizer {
   Tokenizer& operator=(const Tokenizer&) = delete;
   ~Tokenizer();
 
-  /// Token ids of `text` (any bytes; invalid UTF-8 is tolerated and byte-encoded).
+  /// Token ids of `text` (any bytes; invalid UTF-8 is tolerated and byte-encoded). A
+  /// byte-level vocabulary's missing byte (Falcon's has no 0x1C or 0xFE, say) is dropped
+  /// inside well-formed UTF-8 and becomes U+FFFD outside it, both as in llama.cpp.
   /// `add_special`: add the special tokens the vocabulary asks for, as llama.cpp does:
   /// BOS first when tokenizer.ggml.add_bos_token (default true for "llama"; for "gpt2"
   /// false, except for pre-tokenizers such as llama3 that imply it), EOS last when

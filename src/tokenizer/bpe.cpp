@@ -249,12 +249,37 @@ void BpeAlgorithm::encode_text(std::string_view text, bool /*after_special*/,
     return;
   }
   // Invalid bytes split as U+FFFD would, but keep their own value in the tokens (so
-  // decoding gives the input back; llama.cpp would encode U+FFFD instead).
+  // decoding gives the input back; llama.cpp would encode U+FFFD instead). A byte with
+  // no token (byte-level vocabularies such as Falcon's and StarCoder's leave out bytes
+  // that never occur in UTF-8, 0xF5-0xFF among them) becomes U+FFFD, as in llama.cpp,
+  // rather than being dropped (found by the tokenize fuzzer: "\xfe\xff" gave no tokens).
+  const std::string kept = replace_untokenizable_bytes(text);
   std::vector<size_t> origin;
-  pre_.split(sanitize(text, origin), spans);
+  pre_.split(sanitize(kept, origin), spans);
   for (const Span& s : spans) {
-    session.encode_word(text.substr(origin[s.begin], origin[s.end] - origin[s.begin]), out);
+    session.encode_word(std::string_view(kept).substr(origin[s.begin], origin[s.end] - origin[s.begin]), out);
   }
+}
+
+std::string BpeAlgorithm::replace_untokenizable_bytes(std::string_view text) const {
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (size_t pos = 0; pos < text.size();) {
+    const Utf8Scan scan = scan_utf8(text, pos);
+    if (scan.kind == Utf8Kind::Valid) {
+      out.append(text.substr(pos, scan.len));
+      pos += scan.len;
+      continue;
+    }
+    const auto byte = static_cast<uint8_t>(text[pos]);
+    if (byte_symbol_[byte] < vocab_.size()) {
+      out += static_cast<char>(byte);
+    } else {
+      out.append(kReplacementChar);
+    }
+    pos += 1;
+  }
+  return out;
 }
 
 std::string BpeAlgorithm::decode_byte_level(std::string_view text) {

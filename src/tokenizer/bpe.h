@@ -51,6 +51,9 @@ class BpeAlgorithm final : public Algorithm {
   static constexpr uint64_t kEmptyKey = ~uint64_t{0};
 
   BpeAlgorithm(const Vocab& vocab, const PreTokenizerSpec& spec, PreTokenizer pre);
+  /// `text` (not well-formed UTF-8) with each invalid byte that has no token of its own
+  /// replaced by U+FFFD; the other bytes are kept.
+  std::string replace_untokenizable_bytes(std::string_view text) const;
   /// The symbol id of `text`: its token id, or an id past the vocabulary for texts that
   /// only occur inside merges.
   int32_t intern(std::string_view text);
