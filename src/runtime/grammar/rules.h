@@ -67,11 +67,9 @@ struct Rules {
 /// Positions in Rules::symbols, top last; every position holds a Chars symbol.
 using Stack = std::vector<uint32_t>;
 
-/// Adds to `out` (without duplicates) every stack that `stack` expands to: while the top
-/// is a rule reference, it is replaced by the start of each alternative (an empty
-/// alternative continues with what follows the reference). Needs a grammar without left
-/// recursion (the parser rejects it).
-void expand_stack(const Rules& rules, Stack stack, std::vector<Stack>& out);
+// Each function below gives its stacks without duplicates, in a fixed order, and none
+// (the text is refused) past limits::kMaxGrammarStacks.
+
 /// The stacks of the grammar's start: the expansions of the root rule.
 std::vector<Stack> initial_stacks(const Rules& rules);
 /// The stacks after the character at the top of `stack` is consumed (any character that
