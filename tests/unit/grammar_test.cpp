@@ -170,6 +170,11 @@ TEST(GrammarMatch, AmbiguousRepetitions) {
   }
   EXPECT_TRUE(complete(g, text));
   EXPECT_EQ(first_refusal(g, "- x"), 2);
+  // A nullable item repeated: 200^10 paths to the same few stacks (the second timeout).
+  const auto nullable = parse_ok("root ::= item{0,10} \"x\"\nitem ::= \"- \"?{2,200}");
+  ASSERT_TRUE(nullable);
+  EXPECT_TRUE(complete(nullable, "- - - x"));
+  EXPECT_TRUE(complete(nullable, "x"));
   // Past limits::kMaxGrammarStacks (200 x 200 stacks after one "a") the text is refused.
   const auto explosive = parse_ok("root ::= (\"a\"?{1,200}){1,200}");
   ASSERT_TRUE(explosive);

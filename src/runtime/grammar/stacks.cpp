@@ -44,28 +44,45 @@ struct StackHash {
   }
 };
 
-/// Stacks without duplicates, in the order first added. Past a few stacks a hash set
-/// makes each add cost the stack's depth rather than a scan of every stack so far: an
-/// ambiguous grammar such as `item ::= "- "?{1,200}` has hundreds of stacks per character
-/// (the grammar fuzzer's first timeout: 23 s for 30 characters with the scan). Past
-/// kMaxGrammarStacks the set is marked full and the text is refused (a warning names it).
+/// Which stacks were seen: a scan while they are few (real grammars), a hash set past
+/// that, so that a check costs the stack's depth rather than a scan of every stack.
+class SeenStacks {
+ public:
+  /// True when `s` was not seen before (it is then remembered).
+  bool insert(const Stack& s) {
+    if (many_.empty()) {
+      if (std::find(few_.begin(), few_.end(), s) != few_.end()) return false;
+      few_.push_back(s);
+      if (few_.size() > kScanUpTo) {
+        many_.insert(few_.begin(), few_.end());
+        few_.clear();
+      }
+      return true;
+    }
+    return many_.insert(s).second;
+  }
+  size_t size() const { return few_.size() + many_.size(); }
+
+ private:
+  static constexpr size_t kScanUpTo = 16;
+  std::vector<Stack> few_;
+  std::unordered_set<Stack, StackHash> many_;
+};
+
+/// The stacks an expansion reaches, without duplicates, in the order first reached. An
+/// ambiguous grammar reaches the same stack by many paths (`item ::= "- "?{1,200}` has
+/// hundreds of stacks per character; `item{0,10}` of a nullable item, 200^10 paths), so
+/// every intermediate stack (a rule reference on top) is expanded once and every final
+/// stack kept once (the grammar fuzzer's timeouts: 23 s for 30 characters, then a
+/// 200^10 walk). Past kMaxGrammarStacks of either, the text is refused with a warning.
 class StackSet {
  public:
+  /// False when `s` was expanded before (its stacks are already here) or the set is full.
+  bool expand_first(const Stack& s) { return !full_ && expanded_.insert(s) && !check_full(expanded_.size()); }
   void add(Stack s) {
-    if (full_) return;
-    if (list_.size() < kScanUpTo) {
-      if (std::find(list_.begin(), list_.end(), s) != list_.end()) return;
-    } else {
-      if (seen_.empty()) seen_.insert(list_.begin(), list_.end());
-      if (!seen_.insert(s).second) return;
-    }
-    if (list_.size() >= size_t(limits::kMaxGrammarStacks)) {
-      full_ = true;
-      return;
-    }
+    if (full_ || !seen_.insert(s) || check_full(list_.size() + 1)) return;
     list_.push_back(std::move(s));
   }
-  bool full() const { return full_; }
   /// The stacks; none when the set went past the limit.
   std::vector<Stack> take() {
     if (full_) {
@@ -81,9 +98,14 @@ class StackSet {
   }
 
  private:
-  static constexpr size_t kScanUpTo = 16;  // real grammars: a scan of a few stacks is cheapest
+  bool check_full(size_t n) {
+    if (n > size_t(limits::kMaxGrammarStacks)) full_ = true;
+    return full_;
+  }
+
   std::vector<Stack> list_;
-  std::unordered_set<Stack, StackHash> seen_;  // filled once list_ has kScanUpTo stacks
+  SeenStacks seen_;      // of list_
+  SeenStacks expanded_;  // the intermediate stacks expanded so far
   bool full_ = false;
 };
 
@@ -92,12 +114,12 @@ class StackSet {
 /// what follows the reference). Needs a grammar without left recursion (the parser
 /// rejects it).
 void expand_stack(const Rules& rules, Stack stack, StackSet& out) {
-  if (out.full()) return;  // the result is refused anyway: stop recursing
   if (!stack.empty()) {
     const uint32_t top = stack.back();
     const Symbol& sym = rules.symbols[top];
     TESSERA_CHECK(sym.kind != SymbolKind::End);
     if (sym.kind == SymbolKind::Rule) {
+      if (!out.expand_first(stack)) return;
       stack.pop_back();
       if (rules.symbols[top + 1].kind != SymbolKind::End) stack.push_back(top + 1);
       for (const uint32_t start : rules.rules[sym.index].alternatives) {
