@@ -669,13 +669,21 @@ TEST(ServerHttpLimits, ClientsThatLeaveAreCancelled) {
     if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(idle);
-  const std::string log = server->log();
-  size_t n_disconnected = 0;
-  for (size_t at = log.find("(client disconnected)"); at != std::string::npos;
-       at = log.find("(client disconnected)", at + 1)) {
-    ++n_disconnected;
+  // The slot is freed before the request's log line is written: wait for the line.
+  const auto count_disconnected = [&](const std::string& log) {
+    size_t n = 0;
+    for (size_t at = log.find("(client disconnected)"); at != std::string::npos;
+         at = log.find("(client disconnected)", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  std::string log = server->log();
+  while (count_disconnected(log) < 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = server->log();
   }
-  EXPECT_EQ(n_disconnected, 2u) << log;
+  EXPECT_EQ(count_disconnected(log), 2u) << log;
   EXPECT_EQ(server->stop(), 0) << log;
 }
 
