@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Builds and runs every test. With --sanitize: an AddressSanitizer + UBSan build in
-# build-asan instead. Reference data: ../shared (or $TESSERA_SHARED); tests that need an
-# absent file skip with a message.
+# build-asan instead. With --tsan: a ThreadSanitizer build in build-tsan of only the test
+# suites that run threads, and only their threaded tests (the thread pool and work queue,
+# concurrent tokenizing, the serving engine and its parts, `tessera parallel`, the HTTP
+# server and its clients).
+# Reference data: ../shared (or $TESSERA_SHARED); tests that need an absent file skip
+# with a message.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/deps.sh" --tests
@@ -11,9 +15,20 @@ if [ "${1:-}" = "--sanitize" ]; then
   build="$root/build-asan"
   flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=ON)
 fi
+targets=()  # all
+select=()   # every test
+if [ "${1:-}" = "--tsan" ]; then
+  build="$root/build-tsan"
+  flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_TSAN=ON)
+  targets=(--target tessera_unit_tests tessera_golden_tests)  # and tessera_cli, which they run
+  select=(-R '^((ThreadPool|WorkQueueTest|StopStrings|PrefixCache|ServingEngine|RuntimeParallel|ServerHttp|ServerHttpLimits|ServerLoad)[.].*|TokenizerBpe[.]EncodesOnManyThreadsAtOnce|server_curl|server_node)$')
+  # A child `tessera serve` inherits this: a report there makes it exit 66, which its test
+  # checks (stop() == 0). tests/tsan.supp: false positives of uninstrumented libraries.
+  export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}:suppressions=$root/tests/tsan.supp"
+fi
 jobs="$(nproc)"
 cmake -S "$root" -B "$build" "${flags[@]}" -DTESSERA_TESTS=ON -DTESSERA_BENCH=ON >/dev/null
-cmake --build "$build" -j"$jobs"
+cmake --build "$build" -j"$jobs" "${targets[@]}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-ctest --test-dir "$build" -j"$jobs" --output-on-failure --timeout 600
+ctest --test-dir "$build" -j"$jobs" --output-on-failure --timeout 600 "${select[@]}"
