@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages tessera builds with (skips what is already there).
 # --tests: also what the tests drive (a terminal, curl, node + npm, Chromium).
+# --fuzz: also clang and its libFuzzer and sanitizer runtimes (scripts/fuzz.sh).
 set -euo pipefail
 packages=(cmake make g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev
           libcli11-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev)
@@ -12,6 +13,9 @@ if [ "${1:-}" = "--tests" ]; then
   # them from elsewhere keeps its own, since Debian's npm would conflict with that node.
   if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi
   if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+fi
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang libclang-rt-14-dev llvm-14)  # llvm-14: llvm-symbolizer for the stacks
 fi
 missing=()
 for p in "${packages[@]}"; do
