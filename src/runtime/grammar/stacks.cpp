@@ -111,26 +111,35 @@ class StackSet {
 
 /// Adds to `out` every stack that `stack` expands to: while the top is a rule reference,
 /// it is replaced by the start of each alternative (an empty alternative continues with
-/// what follows the reference). Needs a grammar without left recursion (the parser
-/// rejects it).
+/// what follows the reference). Depth first in the alternatives' order, with a work list
+/// rather than recursion: a chain of empty alternatives can be tens of thousands deep
+/// (`("a"?{1,200}){1,200}`), too deep for the call stack. Needs a grammar without left
+/// recursion (the parser rejects it).
 void expand_stack(const Rules& rules, Stack stack, StackSet& out) {
-  if (!stack.empty()) {
-    const uint32_t top = stack.back();
-    const Symbol& sym = rules.symbols[top];
-    TESSERA_CHECK(sym.kind != SymbolKind::End);
-    if (sym.kind == SymbolKind::Rule) {
-      if (!out.expand_first(stack)) return;
-      stack.pop_back();
-      if (rules.symbols[top + 1].kind != SymbolKind::End) stack.push_back(top + 1);
-      for (const uint32_t start : rules.rules[sym.index].alternatives) {
-        Stack next = stack;
-        if (rules.symbols[start].kind != SymbolKind::End) next.push_back(start);
-        expand_stack(rules, std::move(next), out);
+  std::vector<Stack> work;
+  work.push_back(std::move(stack));
+  while (!work.empty()) {
+    Stack s = std::move(work.back());
+    work.pop_back();
+    if (!s.empty()) {
+      const uint32_t top = s.back();
+      const Symbol& sym = rules.symbols[top];
+      TESSERA_CHECK(sym.kind != SymbolKind::End);
+      if (sym.kind == SymbolKind::Rule) {
+        if (!out.expand_first(s)) continue;
+        s.pop_back();
+        if (rules.symbols[top + 1].kind != SymbolKind::End) s.push_back(top + 1);
+        const std::vector<uint32_t>& alternatives = rules.rules[sym.index].alternatives;
+        for (auto it = alternatives.rbegin(); it != alternatives.rend(); ++it) {  // the first on top
+          Stack next = s;
+          if (rules.symbols[*it].kind != SymbolKind::End) next.push_back(*it);
+          work.push_back(std::move(next));
+        }
+        continue;
       }
-      return;
     }
+    out.add(std::move(s));
   }
-  out.add(std::move(stack));
 }
 
 /// Adds the stacks after the character at the top of `stack` is consumed.
