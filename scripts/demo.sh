@@ -6,6 +6,6 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/deps.sh"
-cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DTESSERA_TESTS=OFF >/dev/null
+cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DTESSERA_TESTS=OFF -DTESSERA_MPI=ON >/dev/null
 cmake --build "$root/build" -j"$(nproc)" --target tessera_cli
 "$root/build/tessera" run -p "And God said" -n 96 --seed 1 "$@"

@@ -27,7 +27,7 @@ if [ "${1:-}" = "--tsan" ]; then
   export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}:suppressions=$root/tests/tsan.supp"
 fi
 jobs="$(nproc)"
-cmake -S "$root" -B "$build" "${flags[@]}" -DTESSERA_TESTS=ON -DTESSERA_BENCH=ON >/dev/null
+cmake -S "$root" -B "$build" "${flags[@]}" -DTESSERA_TESTS=ON -DTESSERA_BENCH=ON -DTESSERA_MPI=ON >/dev/null
 cmake --build "$build" -j"$jobs" "${targets[@]}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"

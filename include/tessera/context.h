@@ -28,6 +28,9 @@ class ContextImpl;
 struct ContextParams {
   int64_t n_ctx = 0;        // cache cells (all sequences together); 0 = the training context, at most 4096
   int64_t n_batch = 512;    // tokens evaluated per forward pass (larger batches are split)
+  int64_t n_ubatch = 0;     // smaller forward passes than n_batch when set; 0: n_batch, or with a
+                            // model split across MPI ranks n_batch / 8 (at least 32), so that
+                            // the ranks work on different parts of a prompt at once
   int n_threads = 2;        // CPU threads
   DType kv_type = DType::F16;  // F16 (as the reference engine) or F32
   bool all_logits = false;  // decode(tokens): keep the logits of every token, not only the last
@@ -123,6 +126,8 @@ class Context {
 
  private:
   explicit Context(std::unique_ptr<ContextImpl> impl);
+  /// With a model split across MPI ranks: sends a command to the other ranks.
+  void tell_ranks(const std::vector<uint8_t>& command) const;
   std::unique_ptr<ContextImpl> impl_;
 };
 

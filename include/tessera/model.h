@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,16 @@ struct ModelParams {
   /// Moves matrices into the CPU's GEMM layouts (faster); training a LoRA on a quantized
   /// base turns it off, as the gradient reads the base's rows in the file's layout.
   bool repack = true;
+  /// Splits the layers between CPU backend instances, "RANGE:NAME,..." (--layers
+  /// 0-10:a,11-21:b): each name is one backend with its own buffers and a share of the
+  /// context's threads, holding its layers' weights and KV cache; the token embedding goes
+  /// with layer 0, the output with the last layer. Empty: one backend.
+  std::string layers;
+  /// Splits the layers between the ranks of an MPI job (tessera/mpi.h): each rank maps
+  /// and computes only its own contiguous range. `mpi_layers`: layers per rank (summing to
+  /// the model's); empty: in proportion to each rank's free memory.
+  bool mpi = false;
+  std::vector<int64_t> mpi_layers;
 };
 
 /// Parses "FILE[:SCALE]" (the --lora flag of the tools); the scale defaults to 1. A colon
@@ -89,6 +100,8 @@ class Model {
 
  private:
   explicit Model(std::unique_ptr<detail::ModelImpl> impl);
+  static Result<std::unique_ptr<Model>> load_on_ranks(const std::string& path, const ModelParams& params,
+                                                      const std::function<Result<std::unique_ptr<Model>>()>& load);
   static Result<std::unique_ptr<Model>> from_file(std::unique_ptr<gguf::File> file, const std::string& path,
                                                   const ModelParams& params);
   std::unique_ptr<detail::ModelImpl> impl_;

@@ -37,6 +37,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
 
+  /// Whether tensors can live in this process's memory of it (not so for another MPI
+  /// rank, backend/mpi/remote_backend.h).
+  virtual bool can_hold_tensors() const { return true; }
   /// A buffer of `size` bytes; an error when the device is out of memory.
   virtual Result<std::unique_ptr<Buffer>> alloc_buffer(size_t size) = 0;
   virtual size_t alignment() const = 0;

@@ -32,6 +32,11 @@ class Graph {
   /// Adds `out` and everything it depends on to the node list, in dependency order.
   void expand(Tensor* out);
 
+  /// Appends a node (a leaf) as it is, without walking its sources: for graphs made of
+  /// the nodes of another one, already in dependency order (the scheduler's splits).
+  void add_node(Tensor* t) { nodes_.push_back(t); }
+  void add_leaf(Tensor* t) { leafs_.push_back(t); }
+
   const std::vector<Tensor*>& nodes() const { return nodes_; }  // tensors computed here
   const std::vector<Tensor*>& leafs() const { return leafs_; }  // inputs, weights, caches
 

@@ -1,7 +1,12 @@
+#include <fstream>
 #include <utility>
 
+#include "backend/mpi/comm.h"
+
 #include "model/fuse_weights.h"
+#include "model/placement.h"
 #include "model/default_model.h"
+#include "model/load_command.h"
 #include "model/lora.h"
 #include "model/model_impl.h"
 #include "tessera/log.h"
@@ -18,10 +23,26 @@ bool has_vocabulary(const gguf::File& file) {
   return name == nullptr || (*name != "none" && *name != "no_vocab");
 }
 
+/// The placement params ask for (one backend when they ask for none).
+Result<Placement> make_placement(const ModelParams& params, int64_t n_layer) {
+  if (params.mpi && !params.layers.empty()) {
+    return Status::error("--layers and --mpi cannot be combined (--mpi-layers places layers on ranks)");
+  }
+  if (params.mpi) {
+    if (!mpi::active()) return Status::error("--mpi: MPI is not running (start tessera with mpirun)");
+    return mpi_placement(params.mpi_layers, mpi::free_bytes(), n_layer, mpi::rank());
+  }
+  if (!params.mpi_layers.empty()) return Status::error("--mpi-layers needs --mpi");
+  if (!params.layers.empty()) return parse_layer_placement(params.layers, n_layer);
+  return single_placement(n_layer);
+}
+
 }  // namespace
 
 Model::Model(std::unique_ptr<detail::ModelImpl> impl) : impl_(std::move(impl)) {}
-Model::~Model() = default;
+Model::~Model() {
+  if (impl_ && impl_->mpi_id >= 0) (void)mpi::send_command(encode_free_model_command(impl_->mpi_id));
+}
 
 const ModelInfo& Model::info() const { return impl_->info; }
 const Tokenizer* Model::tokenizer() const { return impl_->tokenizer.get(); }
@@ -30,9 +51,26 @@ const gguf::File& Model::file() const { return *impl_->file; }
 Result<std::unique_ptr<Model>> Model::load(const std::string& path) { return load(path, ModelParams{}); }
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelParams& params) {
-  Result<std::unique_ptr<gguf::File>> file = gguf::File::open(path);
-  if (!file) return file.status();
-  return from_file(std::move(*file), path, params);
+  return load_on_ranks(path, params, [&]() -> Result<std::unique_ptr<Model>> {
+    Result<std::unique_ptr<gguf::File>> file = gguf::File::open(path);
+    if (!file) return file.status();
+    return from_file(std::move(*file), path, params);
+  });
+}
+
+// Rank 0 of an MPI job asks every rank to load its share too, and hears how it went.
+Result<std::unique_ptr<Model>> Model::load_on_ranks(const std::string& path, const ModelParams& params,
+                                                    const std::function<Result<std::unique_ptr<Model>>()>& load) {
+  const bool lead = params.mpi && mpi::active() && mpi::rank() == 0 && mpi::size() > 1;
+  if (!lead) return load();
+  static int next_id = 0;
+  const int id = next_id++;
+  TESSERA_RETURN_IF_ERROR(mpi::send_command(encode_load_command(id, path, params)));
+  Result<std::unique_ptr<Model>> model = load();
+  const Status all = mpi::gather_status(model ? Status::ok() : model.status());
+  if (model) (*model)->impl_->mpi_id = id;  // freed on every rank with the model
+  if (!all.is_ok()) return all;
+  return model;
 }
 
 Result<std::unique_ptr<Model>> Model::load_from_memory(std::vector<uint8_t> bytes, const std::string& name,
@@ -48,8 +86,11 @@ Result<std::unique_ptr<Model>> Model::load_default(const ModelParams& params) {
     return Status::error("this build of tessera has no default model: give a model file with -m "
                          "(or build with models/" + std::string(kDefaultModelFile) + " present)");
   }
-  return load_from_memory(std::vector<uint8_t>(bytes.begin(), bytes.end()),
-                          default_model_name() + " (built in)", params);
+  // An empty path tells the other ranks of an MPI job to load their built-in one.
+  return load_on_ranks("", params, [&] {
+    return load_from_memory(std::vector<uint8_t>(bytes.begin(), bytes.end()), default_model_name() + " (built in)",
+                            params);
+  });
 }
 
 std::string Model::default_model_name() { return default_model_bytes().empty() ? "" : kDefaultModelFile; }
@@ -79,13 +120,21 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
   impl->weights = std::move(*w);
   TESSERA_RETURN_IF_ERROR(attach_adapters(params.adapters, *impl->arch, impl->hparams, impl->weights,
                                           impl->arena, impl->adapter_files));
+  Result<Placement> placement = make_placement(params, impl->hparams.n_layer);
+  if (!placement) return placement.status().with_context(path);
+  impl->placement = std::move(*placement);
+  const Placement& pl = impl->placement;
   if (params.repack) {
-    Result<RepackedWeights> repacked = repack_weights(impl->weights, *impl->file);
+    std::vector<bool> here;  // an MPI rank never reads (or pages in) another rank's layers
+    for (int64_t il = 0; pl.mpi && il < impl->hparams.n_layer; ++il) here.push_back(pl.layer_here(il));
+    Result<RepackedWeights> repacked = repack_weights(impl->weights, *impl->file, here, pl.here(pl.output));
     if (!repacked) return repacked.status().with_context(path);
     impl->repacked = std::move(*repacked);
   }
   // A fused projection would bypass its parts' adapters: none are fused with adapters.
   if (params.adapters.empty()) fuse_projections(impl->weights, impl->arena);
+  impl->weight_backend = place_weights(impl->weights, pl);
+  if (pl.backends.size() > 1) log(LogLevel::Info, "placement: %s", describe_placement(pl).c_str());
 
   Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(*impl->file);
   if (tok) {

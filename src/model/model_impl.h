@@ -2,9 +2,11 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "model/arch.h"
+#include "model/placement.h"
 #include "model/repack_weights.h"
 #include "tessera/gguf.h"
 #include "tessera/model.h"
@@ -23,6 +25,9 @@ struct ModelImpl {
   RepackedWeights repacked;  // weights moved into the CPU's GEMM layouts (may be empty)
   std::unique_ptr<Tokenizer> tokenizer;
   ModelInfo info;
+  Placement placement;                                // which backend holds each layer
+  std::unordered_map<const Tensor*, int> weight_backend;  // from place_weights
+  int mpi_id = -1;  // rank 0 of an MPI job: the id the other ranks know this model by
 };
 
 }  // namespace tessera::detail

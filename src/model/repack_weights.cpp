@@ -46,9 +46,11 @@ void add_runs(std::vector<Run>& runs, const Run& parts) {
   }
 }
 
-std::vector<Run> plan_runs(const ModelWeights& w) {
+std::vector<Run> plan_runs(const ModelWeights& w, const std::vector<bool>& here, bool output_here) {
   std::vector<Run> runs;
-  for (const LayerWeights& l : w.layers) {
+  for (size_t il = 0; il < w.layers.size(); ++il) {
+    if (!here.empty() && !here[il]) continue;
+    const LayerWeights& l = w.layers[il];
     add_runs(runs, {l.wq, l.wk, l.wv});
     add_runs(runs, {l.wqkv});  // a file's own fused matrix (null otherwise, before fusing)
     add_runs(runs, {l.wo});
@@ -56,7 +58,7 @@ std::vector<Run> plan_runs(const ModelWeights& w) {
     add_runs(runs, {l.ffn_gate_up});
     add_runs(runs, {l.ffn_down});
   }
-  add_runs(runs, {w.output});  // null when tied to token_embd, which stays in the file layout
+  if (output_here) add_runs(runs, {w.output});  // null when tied to token_embd, which stays in the file layout
   return runs;
 }
 
@@ -74,10 +76,11 @@ bool repack_enabled() {
 
 }  // namespace
 
-Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file) {
+Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file, const std::vector<bool>& here,
+                                       bool output_here) {
   RepackedWeights out;
   if (!repack_enabled()) return out;
-  const std::vector<Run> runs = plan_runs(w);
+  const std::vector<Run> runs = plan_runs(w, here, output_here);
   if (runs.empty()) return out;
   for (const Run& run : runs) out.bytes += run_bytes(run);
   const size_t reserved = (out.bytes + kHugePage - 1) / kHugePage * kHugePage;

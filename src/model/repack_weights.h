@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "model/weights.h"
 #include "tessera/gguf.h"
@@ -29,6 +30,9 @@ struct RepackedWeights {
 /// back with no padding, so that each set is one matrix (fuse_weights.h). Does nothing
 /// when the active CPU level has no fast kernels for these layouts or TESSERA_REPACK=0
 /// is set.
-Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file);
+/// `here`: only the layers it marks (and the output when `output_here`) are repacked, the
+/// others being another process's (MPI) and never read here; empty: all.
+Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file,
+                                       const std::vector<bool>& here = {}, bool output_here = true);
 
 }  // namespace tessera

@@ -38,6 +38,27 @@ Status check_tensor(const gguf::TensorInfo& info, const Shape& expected) {
 
 }  // namespace
 
+void for_each_tensor(const LayerWeights& l, const std::function<void(Tensor*)>& fn) {
+  static constexpr Tensor* LayerWeights::*kFields[] = {
+      &LayerWeights::attn_norm,   &LayerWeights::attn_norm_b,   &LayerWeights::attn_norm_2,
+      &LayerWeights::attn_norm_2_b, &LayerWeights::wq,          &LayerWeights::wk,
+      &LayerWeights::wv,          &LayerWeights::bq,            &LayerWeights::bk,
+      &LayerWeights::bv,          &LayerWeights::bqkv,          &LayerWeights::attn_q_norm,
+      &LayerWeights::attn_q_norm_b, &LayerWeights::attn_k_norm, &LayerWeights::attn_k_norm_b,
+      &LayerWeights::wo,          &LayerWeights::bo,            &LayerWeights::ffn_norm,
+      &LayerWeights::ffn_norm_b,  &LayerWeights::ffn_gate,      &LayerWeights::ffn_up,
+      &LayerWeights::ffn_up_b,    &LayerWeights::ffn_down,      &LayerWeights::ffn_down_b,
+      &LayerWeights::wqkv,        &LayerWeights::ffn_gate_up,
+  };
+  for (Tensor* LayerWeights::*f : kFields) {
+    if (l.*f) fn(l.*f);
+  }
+  for (const LoraDelta& d : l.lora) {
+    fn(d.a);
+    fn(d.b);
+  }
+}
+
 std::string weight_name(const WeightSpec& spec, int64_t il) {
   std::string name = spec.name;
   const size_t at = name.find("{}");

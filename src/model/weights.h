@@ -72,6 +72,10 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 };
 
+/// Calls fn on every tensor of a layer (fused projections and adapter tensors too),
+/// null fields skipped.
+void for_each_tensor(const LayerWeights& l, const std::function<void(Tensor*)>& fn);
+
 using ShapeFn = Shape (*)(const HParams& h);
 
 /// One entry of an architecture's tensor list. Exactly one of `model_field` and

@@ -3,18 +3,79 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/mpi/remote_backend.h"
 #include "runtime/context_impl.h"
+#include "runtime/mpi_commands.h"
+#include "backend/mpi/comm.h"
 
 namespace tessera {
 
 constexpr int64_t kDefaultMaxContext = 4096;
 
+namespace {
+
+/// A backend per backend of the placement: CPU backends share the threads out (each
+/// at least one); another MPI rank's layers are that rank's.
+std::vector<std::unique_ptr<Backend>> make_backends(const Placement& p, int n_threads) {
+  std::vector<std::unique_ptr<Backend>> out;
+  const int n_local = p.mpi ? 1 : int(p.backends.size());
+  const int base = n_threads / n_local, extra = n_threads % n_local;
+  int local = 0;
+  for (size_t b = 0; b < p.backends.size(); ++b) {
+    if (!p.here(int(b))) {
+      out.push_back(std::make_unique<RemoteBackend>(int(b)));
+    } else {
+      const int threads = std::max(1, base + (local++ < extra ? 1 : 0));
+      out.push_back(std::make_unique<CpuBackend>(threads, p.backends.size() > 1 && !p.mpi ? "CPU " + p.backends[b] : "CPU"));
+    }
+  }
+  return out;
+}
+
+std::vector<Backend*> raw(const std::vector<std::unique_ptr<Backend>>& v) {
+  std::vector<Backend*> out;
+  for (const auto& b : v) out.push_back(b.get());
+  return out;
+}
+
+}  // namespace
+
+ContextImpl::ContextImpl(const Model& model, const ContextParams& params)
+    : model_(model),
+      m_(model.impl()),
+      params_(params),
+      backends_(make_backends(m_.placement, params.n_threads)),
+      sched_(raw(backends_),
+             [this](const Tensor* t) {
+               auto w = m_.weight_backend.find(t);
+               if (w != m_.weight_backend.end()) return w->second;
+               auto c = cache_backend_.find(t);
+               return c != cache_backend_.end() ? c->second : kAnyBackend;
+             }),
+      shift_(m_.hparams, m_.weights.rope_freqs, sched_),
+      graphs_(m_, sched_, params.embeddings) {}
+
 Status ContextImpl::init() {
+  std::vector<Backend*> layer_backends;
+  for (int b : m_.placement.layer) layer_backends.push_back(backends_[size_t(b)].get());
   Result<std::unique_ptr<KvCache>> kv =
-      KvCache::create(m_.hparams, params_.n_ctx, params_.n_seq_regions, params_.kv_type, backend_);
+      KvCache::create(m_.hparams, params_.n_ctx, params_.n_seq_regions, params_.kv_type, layer_backends);
   if (!kv) return kv.status();
   kv_ = std::move(*kv);
+  for (size_t il = 0; il < kv_->layers().size(); ++il) {
+    cache_backend_[kv_->layers()[il].k] = m_.placement.layer[il];
+    cache_backend_[kv_->layers()[il].v] = m_.placement.layer[il];
+  }
   return Status::ok();
+}
+
+int64_t ContextImpl::ubatch_size() const {
+  if (params_.n_ubatch > 0) return std::min(params_.n_ubatch, params_.n_batch);
+  if (m_.placement.mpi && m_.placement.backends.size() > 1) {
+    return std::min(params_.n_batch, std::max<int64_t>(32, params_.n_batch / 8));
+  }
+  return params_.n_batch;
 }
 
 Status ContextImpl::check_seq(const char* what, SeqId seq, bool allow_all) const {
@@ -38,7 +99,9 @@ void ContextImpl::clear() {
 }
 
 Context::Context(std::unique_ptr<ContextImpl> impl) : impl_(std::move(impl)) {}
-Context::~Context() = default;
+Context::~Context() {
+  if (impl_ && impl_->mpi_id_ >= 0) tell_ranks(encode_free_context(impl_->mpi_id_));
+}
 
 Result<std::unique_ptr<Context>> Context::create(const Model& model, const ContextParams& params) {
   ContextParams p = params;
@@ -58,19 +121,45 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
     return Status::error("context: n_seq_regions " + std::to_string(p.n_seq_regions) +
                          " out of range [1, n_seq_max = " + std::to_string(p.n_seq_max) + "]");
   }
+  const int model_id = model.impl().mpi_id;
+  static int next_id = 0;
+  const int id = model_id >= 0 ? next_id++ : -1;
+  if (model_id >= 0) TESSERA_RETURN_IF_ERROR(mpi::send_command(encode_create_context(model_id, id, p)));
   auto impl = std::make_unique<ContextImpl>(model, p);
-  TESSERA_RETURN_IF_ERROR(impl->init());
+  Status made = impl->init();
+  if (model_id >= 0) {
+    impl->mpi_id_ = id;  // freed on every rank with the context
+    const Status all = mpi::gather_status(made);
+    if (!all.is_ok()) {
+      Context dropped(std::move(impl));
+      return all;
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(made);
   return std::unique_ptr<Context>(new Context(std::move(impl)));
+}
+
+void Context::tell_ranks(const std::vector<uint8_t>& command) const {
+  if (impl_->mpi_id_ < 0) return;
+  const Status s = mpi::send_command(command);
+  if (!s.is_ok()) mpi::abort_job(s.message());
 }
 
 Status Context::decode(std::span<const TokenId> tokens) {
   if (tokens.empty()) return Status::error("decode: no tokens");
   Batch batch;
   batch.add_sequence(tokens, Pos(n_past()), 0, impl_->params_.all_logits);
-  return impl_->decode(batch);
+  return decode(batch);
 }
 
-Status Context::decode(const Batch& batch) { return impl_->decode(batch); }
+Status Context::decode(const Batch& batch) {
+  if (impl_->mpi_id_ >= 0) {
+    // The other ranks decode it too; a batch they would refuse is refused here first.
+    TESSERA_RETURN_IF_ERROR(impl_->validate(batch));
+    tell_ranks(encode_decode(impl_->mpi_id_, batch));
+  }
+  return impl_->decode(batch);
+}
 
 std::span<const float> Context::logits() const {
   TESSERA_CHECK_MSG(impl_->n_out_ > 0, "logits: nothing decoded");
@@ -102,11 +191,15 @@ int64_t Context::n_embd() const { return impl_->m_.hparams.n_embd; }
 int Context::n_seq_max() const { return impl_->params_.n_seq_max; }
 int64_t Context::n_cells_used() const { return impl_->kv_->n_used(); }
 
-void Context::clear() { impl_->clear(); }
+void Context::clear() {
+  impl_->clear();
+  tell_ranks(encode_clear(impl_->mpi_id_));
+}
 
 Status Context::seq_rm(SeqId seq, Pos p0, Pos p1) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_rm", seq, true));
   impl_->kv_->seq_rm(seq, p0, p1);
+  tell_ranks(encode_seq_op(mpi::Command::SeqRm, impl_->mpi_id_, {seq, p0, p1}));
   return Status::ok();
 }
 
@@ -114,7 +207,9 @@ Status Context::seq_copy(SeqId src, SeqId dst, Pos p0, Pos p1) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_copy", src, false));
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_copy", dst, false));
   if (src == dst) return Status::error("seq_copy: the source and destination are both sequence " + std::to_string(src));
-  return impl_->kv_->seq_copy(src, dst, p0, p1);
+  TESSERA_RETURN_IF_ERROR(impl_->kv_->seq_copy(src, dst, p0, p1));
+  tell_ranks(encode_seq_op(mpi::Command::SeqCopy, impl_->mpi_id_, {src, dst, p0, p1}));
+  return Status::ok();
 }
 
 int64_t Context::seq_home_free(SeqId seq) const { return impl_->kv_->home_free(seq); }
@@ -123,19 +218,23 @@ Status Context::seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_cp", src, false));
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_cp", dst, false));
   if (src != dst) impl_->kv_->seq_cp(src, dst, p0, p1);
+  tell_ranks(encode_seq_op(mpi::Command::SeqCp, impl_->mpi_id_, {src, dst, p0, p1}));
   return Status::ok();
 }
 
 Status Context::seq_keep(SeqId seq) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_keep", seq, false));
   impl_->kv_->seq_keep(seq);
+  tell_ranks(encode_seq_op(mpi::Command::SeqKeep, impl_->mpi_id_, {seq}));
   return Status::ok();
 }
 
 Status Context::seq_add(SeqId seq, Pos p0, Pos p1, Pos delta) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_add", seq, true));
   if (delta != 0) TESSERA_RETURN_IF_ERROR(impl_->check_movable("seq_add"));
-  return impl_->kv_->seq_add(seq, p0, p1, delta);
+  TESSERA_RETURN_IF_ERROR(impl_->kv_->seq_add(seq, p0, p1, delta));
+  tell_ranks(encode_seq_op(mpi::Command::SeqAdd, impl_->mpi_id_, {seq, p0, p1, delta}));
+  return Status::ok();
 }
 
 Pos Context::seq_pos_max(SeqId seq) const {
@@ -168,6 +267,7 @@ Result<int64_t> Context::context_shift(SeqId seq, int64_t n_keep) {
   TESSERA_RETURN_IF_ERROR(impl_->kv_->seq_add(seq, tail, -1, 0).with_context("context_shift"));
   impl_->kv_->seq_rm(seq, Pos(n_keep), tail);
   TESSERA_RETURN_IF_ERROR(impl_->kv_->seq_add(seq, tail, -1, -Pos(n_discard)));
+  tell_ranks(encode_seq_op(mpi::Command::ContextShift, impl_->mpi_id_, {seq, n_keep}));
   return n_discard;
 }
 

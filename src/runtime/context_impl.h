@@ -4,9 +4,10 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/scheduler.h"
 #include "model/model_impl.h"
 #include "runtime/forward_graph.h"
 #include "runtime/kv_cache.h"
@@ -18,13 +19,7 @@ namespace tessera {
 
 class ContextImpl {
  public:
-  ContextImpl(const Model& model, const ContextParams& params)
-      : model_(model),
-        m_(model.impl()),
-        params_(params),
-        backend_(params.n_threads),
-        shift_(m_.hparams, m_.weights.rope_freqs, backend_),
-        graphs_(m_, backend_, params.embeddings) {}
+  ContextImpl(const Model& model, const ContextParams& params);
 
   Status init();
   /// Checks a batch against the vocabulary, the sequence ids and the cache.
@@ -40,7 +35,11 @@ class ContextImpl {
   const Model& model_;
   const detail::ModelImpl& m_;
   ContextParams params_;
-  CpuBackend backend_;
+  // One backend per backend of the model's placement: a CPU backend with its share of the
+  // threads, or (MPI) the rank computing those layers.
+  std::vector<std::unique_ptr<Backend>> backends_;
+  std::unordered_map<const Tensor*, int> cache_backend_;  // the KV tensors' backends
+  Scheduler sched_;
   std::unique_ptr<KvCache> kv_;
   KvShift shift_;
   ForwardGraphCache graphs_;
@@ -51,8 +50,12 @@ class ContextImpl {
   std::vector<float> embd_;    // [n_out_][n_embd] when params_.embeddings
   std::vector<int32_t> out_row_;
   int64_t n_out_ = 0;
+  int mpi_id_ = -1;  // rank 0 of an MPI job: the id the other ranks know this context by
 
  private:
+  /// Tokens per forward pass: n_ubatch, else n_batch (MPI: an eighth of it, at least 32,
+  /// so that the ranks work on different micro-batches of a prompt at the same time).
+  int64_t ubatch_size() const;
   Status decode_ubatch(const Batch& batch, int64_t begin, int64_t end);
   Status copy_outputs(const ForwardGraph& fg, const Batch& batch, int64_t begin, int64_t end);
 };

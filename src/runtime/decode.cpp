@@ -12,6 +12,9 @@ namespace {
 
 std::string token_where(int64_t i) { return "decode: batch token " + std::to_string(i); }
 
+/// Writes a graph input (the scheduler placed it in its home backend's buffer).
+void set_input(Tensor* t, const void* data, size_t size) { t->buffer->backend().set_tensor(t, data, 0, size); }
+
 }  // namespace
 
 Status ContextImpl::validate(const Batch& batch) const {
@@ -73,11 +76,13 @@ Status ContextImpl::decode(const Batch& batch) {
   }
   logits_.resize(size_t(n_out_ * m_.hparams.n_vocab));
   if (params_.embeddings) embd_.resize(size_t(n_out_ * m_.hparams.n_embd));
-  for (int64_t begin = 0; begin < batch.size(); begin += params_.n_batch) {
-    const int64_t end = std::min(batch.size(), begin + params_.n_batch);
+  const int64_t n_ubatch = ubatch_size();
+  for (int64_t begin = 0; begin < batch.size(); begin += n_ubatch) {
+    const int64_t end = std::min(batch.size(), begin + n_ubatch);
     TESSERA_RETURN_IF_ERROR(decode_ubatch(batch, begin, end));
   }
-  return Status::ok();
+  // Outputs computed by another MPI rank arrive here.
+  return sched_.synchronize();
 }
 
 namespace {
@@ -156,12 +161,12 @@ Status ContextImpl::decode_ubatch(const Batch& batch, int64_t begin, int64_t end
   shape.n_outputs = int64_t(out_ids.size());
   ForwardGraph& fg = graphs_.get(shape, kv_->layers());
 
-  backend_.set_tensor(fg.in.tokens, u.tokens.data(), 0, u.tokens.size() * sizeof(TokenId));
-  backend_.set_tensor(fg.in.positions, u.pos.data(), 0, u.pos.size() * sizeof(Pos));
-  backend_.set_tensor(fg.in.kv_slots, slots->data(), 0, slots->size() * sizeof(int32_t));
-  backend_.set_tensor(fg.in.kq_mask, mask.data(), 0, mask.size() * sizeof(float));
-  backend_.set_tensor(fg.in.out_ids, out_ids.data(), 0, out_ids.size() * sizeof(int32_t));
-  TESSERA_RETURN_IF_ERROR(backend_.compute(fg.graph));
+  set_input(fg.in.tokens, u.tokens.data(), u.tokens.size() * sizeof(TokenId));
+  set_input(fg.in.positions, u.pos.data(), u.pos.size() * sizeof(Pos));
+  set_input(fg.in.kv_slots, slots->data(), slots->size() * sizeof(int32_t));
+  set_input(fg.in.kq_mask, mask.data(), mask.size() * sizeof(float));
+  set_input(fg.in.out_ids, out_ids.data(), out_ids.size() * sizeof(int32_t));
+  TESSERA_RETURN_IF_ERROR(sched_.compute(*fg.plan));
   if (!keep_outputs) return Status::ok();
   return copy_outputs(fg, batch, begin, end);
 }
@@ -173,10 +178,12 @@ Status ContextImpl::copy_outputs(const ForwardGraph& fg, const Batch& batch, int
   const size_t row0 = size_t(out_row_[size_t(first)]);
   const size_t n_outputs = size_t(fg.shape.n_outputs);
   const size_t n_vocab = size_t(m_.hparams.n_vocab);
-  backend_.get_tensor(fg.logits, logits_.data() + row0 * n_vocab, 0, n_outputs * n_vocab * sizeof(float));
+  TESSERA_RETURN_IF_ERROR(sched_.get_output_async(*fg.plan, fg.logits, logits_.data() + row0 * n_vocab,
+                                                  n_outputs * n_vocab * sizeof(float)));
   if (params_.embeddings) {
     const size_t n_embd = size_t(m_.hparams.n_embd);
-    backend_.get_tensor(fg.embeddings, embd_.data() + row0 * n_embd, 0, n_outputs * n_embd * sizeof(float));
+    TESSERA_RETURN_IF_ERROR(sched_.get_output_async(*fg.plan, fg.embeddings, embd_.data() + row0 * n_embd,
+                                                    n_outputs * n_embd * sizeof(float)));
   }
   return Status::ok();
 }

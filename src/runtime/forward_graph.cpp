@@ -33,23 +33,9 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
   for (Tensor* t : {fg->in.tokens, fg->in.positions, fg->in.kv_slots, fg->in.kq_mask, fg->in.out_ids}) {
     fg->graph.expand(t);
   }
-  fg->plan = plan_graph_memory(fg->graph, backend_.alignment());
+  fg->plan = sched_.plan(fg->graph);
   ++n_built_;
   return fg;
-}
-
-void ForwardGraphCache::place(ForwardGraph& fg) {
-  if (!buffer_ || buffer_->size() < fg.plan.size) {
-    buffer_.reset();  // graphs placed in the old buffer are placed again when used
-    Result<std::unique_ptr<Buffer>> buf = backend_.alloc_buffer(fg.plan.size);
-    TESSERA_CHECK_MSG(buf.is_ok(), "out of memory for the compute buffer");
-    buffer_ = std::move(*buf);
-    ++generation_;
-  }
-  if (fg.placed_in != generation_) {
-    apply_graph_memory(fg.plan, fg.graph, *buffer_);
-    fg.placed_in = generation_;
-  }
 }
 
 ForwardGraph& ForwardGraphCache::get(const ForwardShape& shape, const std::vector<KvLayer>& kv) {
@@ -64,7 +50,7 @@ ForwardGraph& ForwardGraphCache::get(const ForwardShape& shape, const std::vecto
     if (graphs_.size() >= kCapacity) graphs_.pop_back();
   }
   graphs_.insert(graphs_.begin(), std::move(fg));
-  place(*graphs_.front());
+  sched_.place(*graphs_.front()->plan);
   return *graphs_.front();
 }
 

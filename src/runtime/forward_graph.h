@@ -2,15 +2,15 @@
 // attention groups: tokens per group and each group's window of cache cells) and kept
 // in a small most-recently-used cache: continuous batching alternates between a few
 // shapes (prompt batches, one-token-per-sequence steps; windows grow in steps of
-// KvCache::kPad cells), and each of them is built and memory-planned only once. All graphs share one compute buffer (one graph runs at
-// a time); when a larger graph grows the buffer, the others are placed again on use.
+// KvCache::kPad cells), and each of them is built and planned (by the scheduler: splits
+// and memory) only once. All graphs share the scheduler's compute buffers (one graph runs
+// at a time); when a larger graph grows a buffer, the others are placed again on use.
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "backend/backend.h"
-#include "core/graph_alloc.h"
+#include "backend/scheduler.h"
 #include "model/model_impl.h"
 
 namespace tessera {
@@ -29,17 +29,16 @@ struct ForwardGraph {
   BatchInputs in;
   Tensor* logits = nullptr;      // [n_vocab, n_outputs]
   Tensor* embeddings = nullptr;  // [n_embd, n_outputs] after the output norm; null unless asked
-  AllocPlan plan;
-  uint64_t placed_in = 0;        // buffer generation the plan was applied to
+  std::unique_ptr<SchedGraph> plan;  // splits, copies and memory
 };
 
 class ForwardGraphCache {
  public:
   /// `embeddings`: keep the final hidden state of the output tokens as a graph output.
-  ForwardGraphCache(const detail::ModelImpl& m, Backend& backend, bool embeddings)
-      : m_(m), backend_(backend), embeddings_(embeddings) {}
+  ForwardGraphCache(const detail::ModelImpl& m, Scheduler& sched, bool embeddings)
+      : m_(m), sched_(sched), embeddings_(embeddings) {}
 
-  /// The graph for `shape` over the cache layers `kv`, placed in the compute buffer.
+  /// The graph for `shape` over the cache layers `kv`, placed in the compute buffers.
   ForwardGraph& get(const ForwardShape& shape, const std::vector<KvLayer>& kv);
   /// Number of graphs built so far (a cache miss each).
   int64_t n_built() const { return n_built_; }
@@ -48,14 +47,11 @@ class ForwardGraphCache {
 
  private:
   std::unique_ptr<ForwardGraph> build(const ForwardShape& shape, const std::vector<KvLayer>& kv);
-  void place(ForwardGraph& fg);
 
   const detail::ModelImpl& m_;
-  Backend& backend_;
+  Scheduler& sched_;
   bool embeddings_;
   std::vector<std::unique_ptr<ForwardGraph>> graphs_;  // most recently used first
-  std::unique_ptr<Buffer> buffer_;
-  uint64_t generation_ = 0;  // bumped whenever buffer_ is reallocated
   int64_t n_built_ = 0;
 };
 

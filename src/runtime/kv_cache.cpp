@@ -20,8 +20,8 @@ bool in_range(Pos pos, Pos p0, Pos p1) { return pos >= std::max(p0, 0) && (p1 < 
 
 }  // namespace
 
-Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx, int n_seq,
-                                                 DType type, Backend& backend) {
+Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx, int n_seq, DType type,
+                                                 std::span<Backend* const> layer_backends) {
   if (type != DType::F16 && type != DType::F32) {
     return Status::error("kv cache: type " + std::string(dtype_name(type)) +
                          " is not supported (use f16 or f32)");
@@ -29,26 +29,39 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx
   if (n_ctx <= 0 || n_ctx > std::numeric_limits<int32_t>::max()) {
     return Status::error("kv cache: " + std::to_string(n_ctx) + " cells is out of range");
   }
+  TESSERA_CHECK(int64_t(layer_backends.size()) == h.n_layer);
   std::unique_ptr<KvCache> c = cells_only(n_ctx, n_seq);
   c->type_ = type;
   c->set_mask_rule(h.alibi(), h.n_swa);
-  const size_t align = backend.alignment();
-  const size_t tensor_bytes = (dtype_row_size(type, h.n_embd_kv()) * size_t(n_ctx) + align - 1) /
-                              align * align;
-  Result<std::unique_ptr<Buffer>> buf = backend.alloc_buffer(tensor_bytes * 2 * size_t(h.n_layer));
-  if (!buf) return buf.status().with_context("kv cache");
-  c->buffer_ = std::move(*buf);
-  c->buffer_->clear(0);  // free cells are masked, but must never hold NaN/Inf bytes
-  size_t offset = 0;
   for (int64_t il = 0; il < h.n_layer; ++il) {
     KvLayer layer;
     layer.k = c->arena_.new_tensor(type, {h.n_embd_kv(), n_ctx, 1, 1}, "cache_k_l" + std::to_string(il));
     layer.v = c->arena_.new_tensor(type, {h.n_embd_kv(), n_ctx, 1, 1}, "cache_v_l" + std::to_string(il));
-    c->buffer_->place(layer.k, offset);
-    offset += tensor_bytes;
-    c->buffer_->place(layer.v, offset);
-    offset += tensor_bytes;
     c->layers_.push_back(layer);
+  }
+  // One buffer per backend for the layers it holds; a backend that cannot allocate
+  // (another MPI rank's) leaves its layers without memory here.
+  std::vector<Backend*> seen;
+  for (Backend* b : layer_backends) {
+    if (std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
+    seen.push_back(b);
+    const size_t align = b->alignment();
+    const size_t tensor_bytes = (dtype_row_size(type, h.n_embd_kv()) * size_t(n_ctx) + align - 1) / align * align;
+    std::vector<int64_t> mine;
+    for (int64_t il = 0; il < h.n_layer; ++il) {
+      if (layer_backends[size_t(il)] == b) mine.push_back(il);
+    }
+    if (!b->can_hold_tensors()) continue;
+    Result<std::unique_ptr<Buffer>> buf = b->alloc_buffer(tensor_bytes * 2 * mine.size());
+    if (!buf) return buf.status().with_context("kv cache");
+    (*buf)->clear(0);  // free cells are masked, but must never hold NaN/Inf bytes
+    size_t offset = 0;
+    for (int64_t il : mine) {
+      (*buf)->place(c->layers_[size_t(il)].k, offset);
+      (*buf)->place(c->layers_[size_t(il)].v, offset + tensor_bytes);
+      offset += 2 * tensor_bytes;
+    }
+    c->buffers_.push_back(std::move(*buf));
   }
   return c;
 }
@@ -171,6 +184,7 @@ Status KvCache::seq_copy(SeqId src, SeqId dst, Pos p0, Pos p1) {
     const int32_t from_cell = sources[i], to_cell = (*targets)[i];
     for (const KvLayer& l : layers_) {
       for (const Tensor* t : {l.k, l.v}) {
+        if (t->data == nullptr) continue;  // another MPI rank's layer
         char* base = static_cast<char*>(t->data);
         std::memcpy(base + size_t(to_cell) * t->nb[1], base + size_t(from_cell) * t->nb[1], t->nb[1]);
       }

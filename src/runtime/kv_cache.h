@@ -40,10 +40,11 @@ struct KvCell {
 
 class KvCache {
  public:
-  /// Allocates n_ctx cells of `type` (F16 or F32) for every layer on `backend`, placed
-  /// in n_seq home regions.
+  /// Allocates n_ctx cells of `type` (F16 or F32) for every layer, layer il on
+  /// layer_backends[il] (its layer's backend; the tensors of a layer on another MPI rank
+  /// get no memory here), placed in n_seq home regions.
   static Result<std::unique_ptr<KvCache>> create(const HParams& h, int64_t n_ctx, int n_seq,
-                                                 DType type, Backend& backend);
+                                                 DType type, std::span<Backend* const> layer_backends);
   /// A cache of n_ctx cells with no tensors: cell bookkeeping only (tests).
   static std::unique_ptr<KvCache> cells_only(int64_t n_ctx, int n_seq = 1);
 
@@ -125,7 +126,7 @@ class KvCache {
   KvCache() = default;
   DType type_ = DType::F16;
   TensorArena arena_;
-  std::unique_ptr<Buffer> buffer_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;  // one per backend
   std::vector<KvLayer> layers_;
   std::vector<KvCell> cells_;
   int n_seq_ = 1;

@@ -1,7 +1,6 @@
 #include "runtime/kv_shift.h"
 
 #include "core/check.h"
-#include "core/graph_alloc.h"
 #include "core/ops.h"
 
 namespace tessera {
@@ -10,10 +9,11 @@ struct KvShift::ShiftGraph {
   int64_t n_kv = 0;
   Graph graph;
   Tensor* deltas = nullptr;  // I32 [n_kv]: each cell's pending shift
+  std::unique_ptr<SchedGraph> plan;  // each layer's rotation runs where its cache lives
 };
 
-KvShift::KvShift(const HParams& h, Tensor* freq_factors, Backend& backend)
-    : h_(h), freq_factors_(freq_factors), backend_(backend) {}
+KvShift::KvShift(const HParams& h, Tensor* freq_factors, Scheduler& sched)
+    : h_(h), freq_factors_(freq_factors), sched_(sched) {}
 KvShift::~KvShift() = default;
 
 // Per layer: the key rows of cells [0, n_kv) seen as [head_dim, n_head_kv, n_kv],
@@ -35,14 +35,8 @@ void KvShift::build(const KvCache& kv, int64_t n_kv) {
                                 h_.rope_mode, h_.rope_freq_base, h_.rope_freq_scale, freq_factors_);
     g.expand(ops::cpy(g, rotated, rows));
   }
-  const AllocPlan plan = plan_graph_memory(g, backend_.alignment());
-  if (!buffer_ || buffer_->size() < plan.size) {
-    buffer_.reset();
-    Result<std::unique_ptr<Buffer>> buf = backend_.alloc_buffer(plan.size);
-    TESSERA_CHECK_MSG(buf.is_ok(), "out of memory for the kv shift buffer");
-    buffer_ = std::move(*buf);
-  }
-  apply_graph_memory(plan, g, *buffer_);
+  g.expand(sg->deltas);
+  sg->plan = sched_.plan(g);
   graph_ = std::move(sg);
 }
 
@@ -55,8 +49,10 @@ Status KvShift::apply(KvCache& kv) {
   const int64_t n_kv = kv.n_kv();
   if (!graph_ || graph_->n_kv != n_kv) build(kv, n_kv);
   const std::vector<int32_t> deltas = kv.shifts(n_kv);
-  backend_.set_tensor(graph_->deltas, deltas.data(), 0, deltas.size() * sizeof(int32_t));
-  TESSERA_RETURN_IF_ERROR(backend_.compute(graph_->graph));
+  sched_.place(*graph_->plan);
+  Tensor* t = graph_->deltas;
+  t->buffer->backend().set_tensor(t, deltas.data(), 0, deltas.size() * sizeof(int32_t));
+  TESSERA_RETURN_IF_ERROR(sched_.compute(*graph_->plan));
   kv.clear_shifts();
   return Status::ok();
 }

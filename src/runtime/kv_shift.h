@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "backend/backend.h"
+#include "backend/scheduler.h"
 #include "runtime/kv_cache.h"
 
 namespace tessera {
@@ -16,7 +16,7 @@ namespace tessera {
 class KvShift {
  public:
   /// `freq_factors`: the model's RoPE frequency divisors (rope_freqs.weight), or null.
-  KvShift(const HParams& h, Tensor* freq_factors, Backend& backend);
+  KvShift(const HParams& h, Tensor* freq_factors, Scheduler& sched);
   ~KvShift();
 
   /// Rotates the keys of every cell with a pending shift and marks the shifts applied.
@@ -28,9 +28,8 @@ class KvShift {
 
   const HParams& h_;
   Tensor* freq_factors_;
-  Backend& backend_;
+  Scheduler& sched_;
   std::unique_ptr<ShiftGraph> graph_;  // for the last n_kv seen
-  std::unique_ptr<Buffer> buffer_;     // its intermediate tensors
 };
 
 }  // namespace tessera

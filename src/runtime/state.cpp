@@ -128,11 +128,11 @@ bool transfer_rows(ContextImpl& c, const std::vector<int32_t>& cells, size_t row
       for (int32_t cell : cells) {
         const size_t offset = size_t(cell) * t->nb[1];
         if (w) {
-          c.backend_.get_tensor(t, buf.data(), offset, row);
+          t->buffer->backend().get_tensor(t, buf.data(), offset, row);
           w->bytes(buf.data(), row);
         } else {
           if (!r->bytes(buf.data(), row)) return false;
-          c.backend_.set_tensor(t, buf.data(), offset, row);
+          t->buffer->backend().set_tensor(t, buf.data(), offset, row);
         }
       }
     }
@@ -268,8 +268,19 @@ Status read_outputs(Reader& r, Loaded& l, const std::string& where) {
 
 }  // namespace
 
+namespace {
+// Each rank holds only its layers' keys and values; a state file of the whole cache would
+// need them gathered on rank 0 (not built yet).
+Status refuse_across_ranks(const ContextImpl& c, const char* what) {
+  if (c.mpi_id_ < 0) return Status::ok();
+  return Status::error(std::string(what) + ": not available for a model split across MPI ranks "
+                       "(each rank holds only its own layers' cache)");
+}
+}  // namespace
+
 Status Context::save_state(const std::string& path, std::span<const uint8_t> user_data) {
   ContextImpl& c = *impl_;
+  TESSERA_RETURN_IF_ERROR(refuse_across_ranks(c, "save_state"));
   TESSERA_RETURN_IF_ERROR(c.shift_.apply(*c.kv_));  // keys at their final positions
   File f(std::fopen(path.c_str(), "wb"));
   if (!f) return Status::error("state: cannot write '" + path + "': " + std::strerror(errno));
@@ -308,6 +319,7 @@ Status Context::save_state(const std::string& path, std::span<const uint8_t> use
 
 Result<std::vector<uint8_t>> Context::load_state(const std::string& path) {
   ContextImpl& c = *impl_;
+  TESSERA_RETURN_IF_ERROR(refuse_across_ranks(c, "load_state"));
   const std::string where = "state: '" + path + "' ";
   std::error_code ec;
   const int64_t file_size = int64_t(std::filesystem::file_size(path, ec));

@@ -30,9 +30,13 @@ std::string write_temp_file(const std::string& stem, const std::string& text) {
 }
 
 CliOutput run_tessera(const std::string& args, const std::string& input) {
+  return run_shell(cli_path() + " " + args, input);
+}
+
+CliOutput run_shell(const std::string& command, const std::string& input) {
   const std::string in_file = write_temp_file("stdin", input);
   const std::string err_file = write_temp_file("stderr", "");
-  const std::string cmd = cli_path() + " " + args + " <" + in_file + " 2>" + err_file;
+  const std::string cmd = command + " <" + in_file + " 2>" + err_file;
   CliOutput o;
   FILE* p = popen(cmd.c_str(), "r");
   if (p) {

@@ -15,6 +15,9 @@ struct CliOutput {
 /// Runs `tessera <args>` (args shell-quoted by the caller) with `input` on stdin.
 CliOutput run_tessera(const std::string& args, const std::string& input = "");
 
+/// Runs a shell command line (the caller quotes it) with `input` on stdin.
+CliOutput run_shell(const std::string& command, const std::string& input = "");
+
 /// Writes `text` to a fresh file under the test temp folder and returns its path.
 std::string write_temp_file(const std::string& stem, const std::string& text);
 

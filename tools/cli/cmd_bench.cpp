@@ -27,6 +27,7 @@ namespace {
 struct BenchOptions {
   std::string model;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
+  PlacementOptions placement;     // --layers, --mpi, --mpi-layers
   int n_prompt = 512;
   int n_gen = 128;
   int threads = default_threads();
@@ -221,6 +222,7 @@ int run_bench(const BenchOptions& o) {
                 "bandwidth probe's buffer); run them separately");
   }
   Result<ModelParams> mp = model_params(o.lora);
+  if (mp) apply_placement(o.placement, *mp);
   if (!mp) return fail(mp.status().message());
   Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
   if (!model) return fail(model.status().message());
@@ -319,6 +321,7 @@ Command add_bench(CLI::App& app) {
       "bench", "Measure prompt processing (pp) and generation (tg) speed in tokens/s, as llama-bench");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
+  add_placement_options(cmd, o->placement);
   cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens in one batch (0: skip pp)")->check(CLI::Range(0, 1 << 16));
   cmd->add_option("-n,--n-gen", o->n_gen, "tokens generated one by one (0: skip tg)")->check(CLI::Range(0, 1 << 16));
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));

@@ -25,6 +25,7 @@ namespace {
 struct ChatOptions {
   std::string model;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
+  PlacementOptions placement;     // --layers, --mpi, --mpi-layers
   std::string system;
   std::string chat_template;
   int n_predict = -1;
@@ -161,6 +162,7 @@ struct Chat {
 Result<Chat> open_chat(const ChatOptions& o) {
   Chat c;
   Result<ModelParams> mp = model_params(o.lora);
+  if (mp) apply_placement(o.placement, *mp);
   if (!mp) return mp.status();
   Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, *mp);
   if (!model) return model.status();
@@ -287,6 +289,7 @@ Command add_chat(CLI::App& app) {
       "chatml when absent or unknown, with a warning).");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
+  add_placement_options(cmd, o->placement);
   cmd->add_option("--system", o->system, "system message that opens the conversation");
   cmd->add_option("-n,--n-predict", o->n_predict,
                   "most tokens per reply (-1: until the end of the turn)")

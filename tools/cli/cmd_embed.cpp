@@ -15,6 +15,7 @@ namespace tessera::cli {
 namespace {
 
 struct EmbedOptions {
+  PlacementOptions placement;  // --layers, --mpi, --mpi-layers
   std::string model;
   std::string prompt;
   std::string pooling = "mean";
@@ -25,7 +26,9 @@ struct EmbedOptions {
 int run_embed(const EmbedOptions& o) {
   Result<Pooling> pooling = parse_pooling(o.pooling);
   if (!pooling) return fail("embed: " + pooling.status().message());
-  Result<std::unique_ptr<Model>> model = Model::load(o.model);
+  ModelParams mp;
+  apply_placement(o.placement, mp);
+  Result<std::unique_ptr<Model>> model = Model::load(o.model, mp);
   if (!model) return fail(model.status().message());
   const Tokenizer* tok = (*model)->tokenizer();
   if (!tok) return fail(o.model + ": the model has no usable tokenizer, so it cannot take text");
@@ -72,6 +75,7 @@ Command add_embed(CLI::App& app) {
       "embed", "Print the embedding of a text as JSON: the final hidden state (after the output "
                "norm) of its tokens, BOS included, pooled into one vector");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_placement_options(cmd, o->placement);
   cmd->add_option("-p,--prompt", o->prompt, "text to embed (tokenized with the model's tokenizer, BOS added)")
       ->required();
   cmd->add_option("--pooling", o->pooling,

@@ -16,6 +16,7 @@ namespace tessera::cli {
 namespace {
 
 struct LogitsOptions {
+  PlacementOptions placement;  // --layers, --mpi, --mpi-layers
   std::string model;
   std::string prompt_ids;
   std::string prompt;
@@ -59,7 +60,9 @@ nlohmann::json top5(std::span<const float> logits) {
 }
 
 int run_logits(const LogitsOptions& o) {
-  Result<std::unique_ptr<Model>> model = Model::load(o.model);
+  ModelParams mp;
+  apply_placement(o.placement, mp);
+  Result<std::unique_ptr<Model>> model = Model::load(o.model, mp);
   if (!model) return fail(model.status().message());
   std::vector<TokenId> prompt;
   if (!o.prompt_ids.empty()) {
@@ -113,6 +116,7 @@ Command add_logits(CLI::App& app) {
       "logits", "Print the logits after a prompt and a greedy continuation as JSON "
                 "(the schema of the golden reference files)");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_placement_options(cmd, o->placement);
   auto* ids = cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids (BOS included)");
   auto* text = cmd->add_option("-p,--prompt", o->prompt, "prompt text (tokenized with the model's tokenizer, BOS added)");
   ids->excludes(text);

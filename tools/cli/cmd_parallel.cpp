@@ -32,6 +32,7 @@ constexpr const char* kBuiltinPrompts[] = {
 };
 
 struct ParallelOptions {
+  PlacementOptions placement;  // --layers, --mpi, --mpi-layers
   std::string model;
   std::string prompt_file;
   int clients = 4;
@@ -238,7 +239,9 @@ void print_results(const ParallelOptions& o, const Tokenizer& tok, const std::ve
 int run_parallel(const ParallelOptions& o) {
   Result<std::vector<std::string>> prompts = load_prompts(o.prompt_file);
   if (!prompts) return fail(prompts.status().message());
-  Result<std::unique_ptr<Model>> model = Model::load(o.model);
+  ModelParams mp;
+  apply_placement(o.placement, mp);
+  Result<std::unique_ptr<Model>> model = Model::load(o.model, mp);
   if (!model) return fail(model.status().message());
   const Tokenizer* tok = (*model)->tokenizer();
   if (!tok) return fail(o.model + ": the model has no usable tokenizer, so it cannot take text");
@@ -279,6 +282,7 @@ Command add_parallel(CLI::App& app) {
       "parallel", "Serve simulated clients together with continuous batching (one batch per step "
                   "holds the next token of every active client) and report the throughput");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_placement_options(cmd, o->placement);
   cmd->add_option("--clients", o->clients, "clients decoded together (sequences of one context)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--requests", o->requests,

@@ -15,6 +15,7 @@ namespace {
 struct PerplexityOptions {
   std::string model;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
+  PlacementOptions placement;     // --layers, --mpi, --mpi-layers
   std::string file;
   PerplexityParams params;
 };
@@ -28,6 +29,7 @@ int run_perplexity(PerplexityOptions o) {
   if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f does
 
   Result<ModelParams> mp = model_params(o.lora);
+  if (mp) apply_placement(o.placement, *mp);
   if (!mp) return fail(mp.status().message());
   Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
   if (!model) return fail(model.status().message());
@@ -75,6 +77,7 @@ Command add_perplexity(CLI::App& app) {
       "stdout, progress on stderr.");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
+  add_placement_options(cmd, o->placement);
   cmd->add_option("-f,--file", o->file,
                   "text file to score (one trailing newline is dropped, as llama.cpp does)")
       ->required()

@@ -21,6 +21,7 @@ namespace {
 struct RunOptions {
   std::string model;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
+  PlacementOptions placement;     // --layers, --mpi, --mpi-layers
   std::string prompt;
   int n_predict = 128;
   int threads = default_threads();
@@ -86,6 +87,7 @@ int run_generate(const RunOptions& o) {
   if (!grammar) return fail(grammar.status().message());
 
   Result<ModelParams> mp = model_params(o.lora);
+  if (mp) apply_placement(o.placement, *mp);
   if (!mp) return fail(mp.status().message());
   Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, *mp);
   if (!model) return fail(model.status().message());
@@ -232,6 +234,7 @@ Command add_run(CLI::App& app) {
       app.add_subcommand("run", "Generate text from a prompt, printed as it is produced");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
+  add_placement_options(cmd, o->placement);
   cmd->add_option("-p,--prompt", o->prompt, "prompt text")->required();
   cmd->add_option("-n,--n-predict", o->n_predict,
                   "tokens to generate (stops early at end of text or when the grammar is complete)")

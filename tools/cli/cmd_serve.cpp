@@ -13,6 +13,7 @@ struct ServeFlags {
   server::ServerOptions o;
   std::string api_key_file;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
+  PlacementOptions placement;     // --layers, --mpi, --mpi-layers
   bool no_webui = false;
   bool no_prefix_cache = false;
 };
@@ -21,6 +22,9 @@ int run_serve(ServeFlags& f) {
   Result<std::vector<AdapterSpec>> adapters = adapter_specs(f.lora);
   if (!adapters) return fail(adapters.status().message());
   f.o.adapters = std::move(*adapters);
+  f.o.layers = f.placement.layers;
+  f.o.mpi = f.placement.mpi;
+  f.o.mpi_layers = f.placement.mpi_layers;
   if (!f.api_key_file.empty()) {
     Result<std::vector<std::string>> keys = server::read_api_key_file(f.api_key_file);
     if (!keys) return fail(keys.status().message());
@@ -58,6 +62,7 @@ void add_network_flags(CLI::App* cmd, ServeFlags& f) {
 void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("-m,--model", f.o.model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, f.lora);
+  add_placement_options(cmd, f.placement);
   cmd->add_option("--parallel", f.o.n_parallel, "(also -np) sequences decoded together (slots); a request "
                                                "with n choices takes n")
       ->capture_default_str()

@@ -50,4 +50,14 @@ std::string model_option_help();
 /// Model::load's parameters for --lora values.
 Result<ModelParams> model_params(const std::vector<std::string>& lora);
 
+/// --layers, --mpi and --mpi-layers (placement_option.cpp).
+struct PlacementOptions {
+  std::string layers;
+  bool mpi = false;
+  std::vector<int64_t> mpi_layers;
+};
+void add_placement_options(CLI::App* cmd, PlacementOptions& o);
+/// Sets ModelParams::layers, mpi and mpi_layers.
+void apply_placement(const PlacementOptions& o, ModelParams& params);
+
 }  // namespace tessera::cli

@@ -1,5 +1,6 @@
 // tessera: the command-line program. Each subcommand lives in its own file.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <thread>
@@ -7,6 +8,7 @@
 
 #include "commands.h"
 #include "tessera/log.h"
+#include "tessera/mpi.h"
 
 namespace tessera::cli {
 
@@ -23,8 +25,26 @@ int default_threads() {
 
 }  // namespace tessera::cli
 
+namespace {
+
+/// Every rank of `mpirun ... tessera CMD --mpi` starts here; ranks other than 0 follow
+/// rank 0's commands instead of running CMD (tessera/mpi.h). Returns -1 on rank 0.
+int start_mpi(int& argc, char**& argv) {
+  bool wanted = false;
+  for (int i = 1; i < argc; ++i) wanted = wanted || std::strcmp(argv[i], "--mpi") == 0;
+  if (!wanted) return -1;
+  const tessera::Status s = tessera::mpi::init(&argc, &argv);
+  if (!s.is_ok()) return tessera::cli::fail(s.message());
+  if (tessera::mpi::rank() != 0) return tessera::mpi::follow();
+  std::atexit(tessera::mpi::finish);  // also after a command's error return
+  return -1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace tessera::cli;
+  if (const int follower = start_mpi(argc, argv); follower >= 0) return follower;
   CLI::App app{"tessera: run large language models stored as GGUF files"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tessera 0.1.0");

@@ -16,6 +16,9 @@ namespace tessera::server {
 struct ServerOptions {
   std::string model;  // GGUF file
   std::vector<AdapterSpec> adapters;  // --lora, applied at load
+  std::string layers;                 // --layers (ModelParams::layers)
+  bool mpi = false;                   // --mpi: the model split across MPI ranks
+  std::vector<int64_t> mpi_layers;    // --mpi-layers
   std::string host = "127.0.0.1";
   int port = 8080;    // 0: any free port
   int n_parallel = 4;

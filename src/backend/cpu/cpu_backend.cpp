@@ -32,7 +32,7 @@ class HostBuffer final : public Buffer {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
+CpuBackend::CpuBackend(int n_threads, std::string name) : name_(std::move(name)), pool_(n_threads) {}
 
 Result<std::unique_ptr<Buffer>> CpuBackend::alloc_buffer(size_t size) {
   const size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
@@ -55,6 +55,17 @@ void CpuBackend::set_tensor_async(Tensor* t, const void* data, size_t offset, si
 void CpuBackend::get_tensor_async(const Tensor* t, void* data, size_t offset, size_t size) {
   TESSERA_CHECK(t->data != nullptr && offset + size <= t->nbytes());
   std::memcpy(data, static_cast<const char*>(t->data) + offset, size);
+}
+
+void CpuBackend::copy_tensor_from(const Tensor* src, Tensor* dst) {
+  const bool host = src->buffer == nullptr || dynamic_cast<const CpuBackend*>(&src->buffer->backend()) != nullptr;
+  if (!host) {
+    Backend::copy_tensor_from(src, dst);
+    return;
+  }
+  TESSERA_CHECK(src->type == dst->type && src->same_shape(*dst));
+  TESSERA_CHECK(src->is_contiguous() && dst->is_contiguous() && src->data != nullptr && dst->data != nullptr);
+  std::memcpy(dst->data, src->data, src->nbytes());
 }
 
 bool CpuBackend::supports_op(const Tensor* node) const { return cpu::supports(node); }

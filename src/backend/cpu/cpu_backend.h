@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -14,8 +15,9 @@ namespace tessera {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int n_threads);
-  std::string_view name() const override { return "CPU"; }
+  /// `name`: what logs call it ("CPU", or "CPU a" for a placement's backend a).
+  explicit CpuBackend(int n_threads, std::string name = "CPU");
+  std::string_view name() const override { return name_; }
   int n_threads() const { return pool_.size(); }
 
   Result<std::unique_ptr<Buffer>> alloc_buffer(size_t size) override;
@@ -27,6 +29,9 @@ class CpuBackend final : public Backend {
   void get_tensor_async(const Tensor* t, void* data, size_t offset, size_t size) override;
   void synchronize() override {}
 
+  /// From host memory (any CPU backend's buffers, a mapped file): one memcpy.
+  void copy_tensor_from(const Tensor* src, Tensor* dst) override;
+
   bool supports_op(const Tensor* node) const override;
   Status compute(const Graph& graph) override;
 
@@ -36,6 +41,7 @@ class CpuBackend final : public Backend {
   struct FreeDeleter {
     void operator()(char* p) const { std::free(p); }
   };
+  std::string name_;
   ThreadPool pool_;
   std::unique_ptr<char, FreeDeleter> work_;  // scratch shared by the kernels, 64-byte aligned
   size_t work_size_ = 0;

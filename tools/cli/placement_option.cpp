@@ -1,0 +1,30 @@
+// Where the layers run: --layers (CPU backend instances in this process) and --mpi /
+// --mpi-layers (the ranks of an mpirun job), shared by run, chat, perplexity, bench and
+// serve. main.cpp starts MPI when --mpi is given, before any of this.
+#include "commands.h"
+
+namespace tessera::cli {
+
+void add_placement_options(CLI::App* cmd, PlacementOptions& o) {
+  cmd->add_option("--layers", o.layers,
+                  "split the layers between CPU backend instances, RANGE:NAME,... (e.g. 0-10:a,11-21:b): each "
+                  "name gets its layers' weights and KV cache, its own buffers and a share of the threads; the "
+                  "scheduler copies what crosses (TESSERA_SCHED_DEBUG=1 prints the splits)")
+      ->type_name("SPEC");
+  cmd->add_flag("--mpi", o.mpi,
+                "run across the ranks of an MPI job (mpirun -n R tessera ... --mpi): each rank maps and computes "
+                "a contiguous range of layers, rank 0 tokenizes, samples and prints");
+  cmd->add_option("--mpi-layers", o.mpi_layers,
+                  "layers per rank with --mpi, comma-separated (e.g. 11,11); default: in proportion to each rank's "
+                  "free memory")
+      ->delimiter(',')
+      ->type_name("N,N,...");
+}
+
+void apply_placement(const PlacementOptions& o, ModelParams& params) {
+  params.layers = o.layers;
+  params.mpi = o.mpi;
+  params.mpi_layers = o.mpi_layers;
+}
+
+}  // namespace tessera::cli
