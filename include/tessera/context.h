@@ -29,7 +29,7 @@ struct ContextParams {
   int64_t n_ctx = 0;        // cache cells (all sequences together); 0 = the training context, at most 4096
   int64_t n_batch = 512;    // tokens evaluated per forward pass (larger batches are split)
   int64_t n_ubatch = 0;     // smaller forward passes than n_batch when set; 0: n_batch, or with a
-                            // model split across MPI ranks n_batch / 8 (at least 32), so that
+                            // model split across MPI ranks n_batch / 16 (at least 32), so that
                             // the ranks work on different parts of a prompt at once
   int n_threads = 2;        // CPU threads
   DType kv_type = DType::F16;  // F16 (as the reference engine) or F32

@@ -73,7 +73,7 @@ Status ContextImpl::init() {
 int64_t ContextImpl::ubatch_size() const {
   if (params_.n_ubatch > 0) return std::min(params_.n_ubatch, params_.n_batch);
   if (m_.placement.mpi && m_.placement.backends.size() > 1) {
-    return std::min(params_.n_batch, std::max<int64_t>(32, params_.n_batch / 8));
+    return std::min(params_.n_batch, std::max<int64_t>(32, params_.n_batch / 16));
   }
   return params_.n_batch;
 }

@@ -53,7 +53,7 @@ class ContextImpl {
   int mpi_id_ = -1;  // rank 0 of an MPI job: the id the other ranks know this context by
 
  private:
-  /// Tokens per forward pass: n_ubatch, else n_batch (MPI: an eighth of it, at least 32,
+  /// Tokens per forward pass: n_ubatch, else n_batch (MPI: a sixteenth of it, at least 32,
   /// so that the ranks work on different micro-batches of a prompt at the same time).
   int64_t ubatch_size() const;
   Status decode_ubatch(const Batch& batch, int64_t begin, int64_t end);

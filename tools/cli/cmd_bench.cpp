@@ -25,6 +25,7 @@ namespace tessera::cli {
 namespace {
 
 struct BenchOptions {
+  int64_t ubatch = 0;  // --ubatch
   std::string model;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
   PlacementOptions placement;     // --layers, --mpi, --mpi-layers
@@ -229,6 +230,7 @@ int run_bench(const BenchOptions& o) {
   const ModelInfo& info = (*model)->info();
   ContextParams cp;
   cp.n_threads = o.threads;
+  cp.n_ubatch = o.ubatch;
   cp.n_batch = std::max({o.n_prompt, std::min(o.depth, 512), 1});
   const int64_t needed = int64_t(o.depth) + std::max({o.n_prompt, o.n_gen, 1});
   cp.n_ctx = o.ctx > 0 ? o.ctx : needed;
@@ -325,6 +327,10 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens in one batch (0: skip pp)")->check(CLI::Range(0, 1 << 16));
   cmd->add_option("-n,--n-gen", o->n_gen, "tokens generated one by one (0: skip tg)")->check(CLI::Range(0, 1 << 16));
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
+  cmd->add_option("--ubatch", o->ubatch,
+                  "tokens per forward pass within the pp batch (default: all of it; across MPI ranks a sixteenth, at "
+                  "least 32, so that the ranks work on different parts at once)")
+      ->check(CLI::Range(0, 65536));
   cmd->add_option("-c,--ctx-size", o->ctx, "KV cache cells (default: the larger of p and n)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
   cmd->add_option("-d,--n-depth", o->depth, "tokens already in the context when each test starts (decoded untimed)")
