@@ -58,7 +58,8 @@ bool send_all(int fd, const std::string& data) {
 }  // namespace
 
 std::unique_ptr<ServerProcess> ServerProcess::start(const std::vector<std::string>& args,
-                                                    std::string* error) {
+                                                    std::string* error,
+                                                    const std::vector<std::string>& launcher) {
   std::string ignored;
   if (!error) error = &ignored;
   int fds[2];
@@ -66,7 +67,9 @@ std::unique_ptr<ServerProcess> ServerProcess::start(const std::vector<std::strin
     *error = std::string("pipe2: ") + std::strerror(errno);
     return nullptr;
   }
-  std::vector<std::string> argv_s = {cli_path(), "serve"};
+  std::vector<std::string> argv_s = launcher;
+  argv_s.push_back(cli_path());
+  argv_s.push_back("serve");
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   argv_s.push_back("--port");
   argv_s.push_back("0");
@@ -80,7 +83,7 @@ std::unique_ptr<ServerProcess> ServerProcess::start(const std::vector<std::strin
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   if (rc != 0) {

@@ -36,8 +36,11 @@ namespace tessera::test {
 class ServerProcess {
  public:
   /// Starts the server and waits until it is ready (see above); nullptr on failure.
+  /// `launcher`: a command the server runs under (e.g. {"mpirun", "-n", "2"}; found on
+  /// PATH), empty for none.
   static std::unique_ptr<ServerProcess> start(const std::vector<std::string>& args,
-                                              std::string* error);
+                                              std::string* error,
+                                              const std::vector<std::string>& launcher = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
