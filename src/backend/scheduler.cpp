@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
+#include <unordered_set>
 
 #include "backend/mpi/comm.h"
 #include "backend/mpi/remote_backend.h"
@@ -116,7 +117,7 @@ void Scheduler::assign(Graph& graph, SchedGraph& sg) const {
   };
 
   // 1. Nodes over placed leafs (views of them, writes into them, reads of them).
-  std::unordered_map<const Tensor*, bool> fixed;
+  std::unordered_set<const Tensor*> fixed;  // placed by a leaf: never moved
   for (Tensor* n : nodes) {
     int b = leaf_backend(n);
     if (b == kAnyBackend && !op_is_view(n->op)) {
@@ -127,7 +128,7 @@ void Scheduler::assign(Graph& graph, SchedGraph& sg) const {
     TESSERA_CHECK_MSG(b == kAnyBackend || (b >= 0 && b < n_backends()), "leaf placed on no backend");
     if (b != kAnyBackend) {
       be[n] = b;
-      fixed[n] = true;
+      fixed.insert(n);
     }
   }
   // 2. Forward: where the last-made input was made (views take their owner's backend).
@@ -144,7 +145,7 @@ void Scheduler::assign(Graph& graph, SchedGraph& sg) const {
       if (!s) continue;
       auto it = be.find(s);
       if (it == be.end()) continue;
-      const size_t at = index.at.at(owner_of(s)->view_src ? s : owner_of(s));
+      const size_t at = index.at.at(s);  // s has a backend, so it is a node
       if (best == kAnyBackend || at >= best_at) {
         best = it->second;
         best_at = at;
