@@ -1,11 +1,9 @@
-#include <fstream>
 #include <utility>
 
 #include "backend/mpi/comm.h"
-
+#include "model/default_model.h"
 #include "model/fuse_weights.h"
 #include "model/placement.h"
-#include "model/default_model.h"
 #include "model/load_command.h"
 #include "model/lora.h"
 #include "model/model_impl.h"

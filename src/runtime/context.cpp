@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "core/check.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/mpi/comm.h"
 #include "backend/mpi/remote_backend.h"
+#include "core/check.h"
 #include "runtime/context_impl.h"
 #include "runtime/mpi_commands.h"
-#include "backend/mpi/comm.h"
 
 namespace tessera {
 

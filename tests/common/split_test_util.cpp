@@ -9,6 +9,7 @@
 #include "runtime/kv_cache.h"
 #include "tessera/batch.h"
 #include "tessera/context.h"
+#include "tessera/sampler.h"
 
 namespace tessera::test {
 
@@ -24,18 +25,6 @@ std::string split_at(int64_t k, int64_t n_layer) {
   auto range = [](int64_t a, int64_t b) { return a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b); };
   return range(0, k - 1) + ":a," + range(k, n_layer - 1) + ":b";
 }
-
-namespace {
-
-TokenId argmax(std::span<const float> l) {
-  size_t best = 0;
-  for (size_t i = 1; i < l.size(); ++i) {
-    if (l[i] > l[best]) best = i;
-  }
-  return TokenId(best);
-}
-
-}  // namespace
 
 std::vector<std::vector<float>> split_scenario(const Model& m, bool movable) {
   std::vector<std::vector<float>> rows;
