@@ -27,6 +27,7 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -446,19 +447,32 @@ void gemm_q6_K(const void* w, int64_t nb, const void* act, size_t act_stride, in
 }
 
 // ---- F16 ------------------------------------------------------------------------------
-// Per element e, the half's 8 halves convert with one instruction and meet each column's
-// x[e] (a broadcast) in one fmadd; even and odd elements go to two accumulators per
-// column (the contract's two chains). A tile is one half x kF16Cols columns: 2 x 6
-// accumulators, two weight registers and two broadcasts fill the 16 registers.
-constexpr int kF16Cols = 6;
+// Decode (one or two columns) streams the group from memory once: per element e, the
+// half's 8 halves convert with one instruction and meet each column's x[e] (a broadcast)
+// in one fmadd; even and odd elements go to two accumulators per column (the contract's
+// two chains).
+//
+// Prompts (three columns or more) are blocked instead: the group's weights are converted
+// to floats one K-block at a time (kF16Block elements x 16 rows, 16 KiB, in L1) and
+// reused by every column of a column block, and the tile is all 16 rows x kF16Cols
+// columns: per element two weight loads and three broadcasts feed six fmadds, with no
+// conversion in the loop (one conversion per element and row per column block instead of
+// one per tile). Both chains of every output of the column block live in `chains` between
+// K-blocks, stored and reloaded exactly, so each output is still the contract's two
+// chains in element order. Measured in docs/performance.md (AVX2, F16 pp512).
+constexpr int kF16Block = 256;      // elements per K-block (even: the chains keep their parity)
+constexpr int kF16Cols = 3;         // columns per prompt tile: 12 accumulators, 2 weights, 1 broadcast
+constexpr int kF16ColBlock = 48;    // columns per column block (their chains: 6 KiB)
+constexpr int kF16DecodeCols = 2;   // up to this many columns, the streaming decode tile
 
 inline __m256 halves8(const uint16_t* h, int64_t e, int half) {
   return scales8(h + e * kGroupRows + half * kHalfRows);
 }
 
-template <int N, int H>
-void tile_f16(const uint16_t* h, int64_t k, int h0, const float* x, size_t x_stride, float* dst,
-              size_t dst_stride) {
+template <int N>
+void decode_tile_f16(const uint16_t* h, int64_t k, const float* x, size_t x_stride, float* dst,
+                     size_t dst_stride) {
+  constexpr int H = 2;
   __m256 even[H][N], odd[H][N];
   for (int r = 0; r < H; ++r) {
     for (int c = 0; c < N; ++c) even[r][c] = odd[r][c] = _mm256_setzero_ps();
@@ -467,8 +481,8 @@ void tile_f16(const uint16_t* h, int64_t k, int h0, const float* x, size_t x_str
   for (; e + 2 <= k; e += 2) {
     prefetch_stream(reinterpret_cast<const uint8_t*>(h), size_t(e) * 32, 64);
     for (int r = 0; r < H; ++r) {
-      const __m256 w0 = halves8(h, e, h0 + r);
-      const __m256 w1 = halves8(h, e + 1, h0 + r);
+      const __m256 w0 = halves8(h, e, r);
+      const __m256 w1 = halves8(h, e + 1, r);
       for (int c = 0; c < N; ++c) {
         const float* xc = x + size_t(c) * x_stride + size_t(e);
         even[r][c] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(xc), even[r][c]);
@@ -478,7 +492,7 @@ void tile_f16(const uint16_t* h, int64_t k, int h0, const float* x, size_t x_str
   }
   if (e < k) {
     for (int r = 0; r < H; ++r) {
-      const __m256 w0 = halves8(h, e, h0 + r);
+      const __m256 w0 = halves8(h, e, r);
       for (int c = 0; c < N; ++c) {
         even[r][c] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x + size_t(c) * x_stride + size_t(e)),
                                      even[r][c]);
@@ -487,8 +501,72 @@ void tile_f16(const uint16_t* h, int64_t k, int h0, const float* x, size_t x_str
   }
   for (int r = 0; r < H; ++r) {
     for (int c = 0; c < N; ++c) {
-      _mm256_storeu_ps(dst + size_t(c) * dst_stride + size_t((h0 + r) * kHalfRows),
-                       _mm256_add_ps(even[r][c], odd[r][c]));
+      _mm256_storeu_ps(dst + size_t(c) * dst_stride + size_t(r * kHalfRows), _mm256_add_ps(even[r][c], odd[r][c]));
+    }
+  }
+}
+
+// The chains of one output column across K-blocks: [chain][row].
+struct F16Chains {
+  alignas(32) float v[2][kGroupRows];
+};
+
+// Elements [e0, e0 + n) of N columns against the converted block wf ([n][16] floats),
+// continuing the chains in ch.
+template <int N>
+void prompt_tile_f16(const float* wf, int64_t n, const float* x, size_t x_stride, F16Chains* ch) {
+  __m256 acc[N][2][2];  // [column][half][chain]
+  for (int c = 0; c < N; ++c) {
+    for (int h = 0; h < 2; ++h) {
+      for (int p = 0; p < 2; ++p) acc[c][h][p] = _mm256_load_ps(ch[c].v[p] + h * kHalfRows);
+    }
+  }
+  auto step = [&](int64_t e, int p) {
+    const __m256 lo = _mm256_load_ps(wf + e * kGroupRows);
+    const __m256 hi = _mm256_load_ps(wf + e * kGroupRows + kHalfRows);
+    for (int c = 0; c < N; ++c) {
+      const __m256 xb = _mm256_broadcast_ss(x + size_t(c) * x_stride + size_t(e));
+      acc[c][0][p] = _mm256_fmadd_ps(lo, xb, acc[c][0][p]);
+      acc[c][1][p] = _mm256_fmadd_ps(hi, xb, acc[c][1][p]);
+    }
+  };
+  int64_t e = 0;
+  for (; e + 2 <= n; e += 2) {
+    step(e, 0);
+    step(e + 1, 1);
+  }
+  if (e < n) step(e, 0);
+  for (int c = 0; c < N; ++c) {
+    for (int h = 0; h < 2; ++h) {
+      for (int p = 0; p < 2; ++p) _mm256_store_ps(ch[c].v[p] + h * kHalfRows, acc[c][h][p]);
+    }
+  }
+}
+
+// Three or more columns: column blocks of kF16ColBlock, K-blocks of kF16Block.
+void prompt_gemm_f16(const uint16_t* h, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
+                     float* dst, size_t dst_stride) {
+  alignas(32) float wf[kF16Block * kGroupRows];
+  F16Chains chains[kF16ColBlock];
+  for (int64_t c0 = 0; c0 < n_cols; c0 += kF16ColBlock) {
+    const int64_t nc = std::min<int64_t>(kF16ColBlock, n_cols - c0);
+    for (int64_t c = 0; c < nc; ++c) chains[c] = F16Chains{};
+    for (int64_t e0 = 0; e0 < k; e0 += kF16Block) {
+      const int64_t n = std::min<int64_t>(kF16Block, k - e0);
+      for (int64_t i = 0; i < n * 2; ++i) {
+        _mm256_store_ps(wf + i * kHalfRows, scales8(h + (e0 * 2 + i) * kHalfRows));
+      }
+      const float* xb = x + size_t(c0) * x_stride + size_t(e0);
+      for_each_tile<kF16Cols>(nc, [&](auto cols, int64_t c) {
+        prompt_tile_f16<decltype(cols)::value>(wf, n, xb + size_t(c) * x_stride, x_stride, chains + c);
+      });
+    }
+    for (int64_t c = 0; c < nc; ++c) {
+      for (int hh = 0; hh < 2; ++hh) {
+        _mm256_storeu_ps(dst + size_t(c0 + c) * dst_stride + size_t(hh * kHalfRows),
+                         _mm256_add_ps(_mm256_load_ps(chains[c].v[0] + hh * kHalfRows),
+                                       _mm256_load_ps(chains[c].v[1] + hh * kHalfRows)));
+      }
     }
   }
 }
@@ -496,13 +574,9 @@ void tile_f16(const uint16_t* h, int64_t k, int h0, const float* x, size_t x_str
 void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t n_cols, float* dst,
               size_t dst_stride) {
   const auto* h = static_cast<const uint16_t*>(w);
-  for_each_tile<kF16Cols>(n_cols, [&](auto n, int64_t c) {
-    constexpr int N = decltype(n)::value;
-    over_halves<N>([&](auto halves, int h0) {
-      tile_f16<N, decltype(halves)::value>(h, k, h0, x + c * x_stride, x_stride,
-                                           dst + c * dst_stride, dst_stride);
-    });
-  });
+  if (n_cols > kF16DecodeCols) return prompt_gemm_f16(h, k, x, x_stride, n_cols, dst, dst_stride);
+  if (n_cols == 2) return decode_tile_f16<2>(h, k, x, x_stride, dst, dst_stride);
+  if (n_cols == 1) decode_tile_f16<1>(h, k, x, x_stride, dst, dst_stride);
 }
 
 }  // namespace
