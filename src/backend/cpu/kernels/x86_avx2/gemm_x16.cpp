@@ -109,29 +109,24 @@ inline __m256i block_sum_q4_0(const __m256i (&w)[8], const BlockQ8X& a) {
 // two would not fit), widened per word with vpmaddwd. The result is sum(q a), which is
 // the contract's bias + sum(u a) because the activation quantizer sets
 // bias = -128 * sum(a) (repack.h), so the bias is not added again.
-struct Q8Weights {
-  __m256i abs[8];   // |q|
-  __m256i sign[8];  // q, read only for its sign
-};
-
-inline void load_q8_0(const uint8_t* q, Q8Weights& w) {
+//
+// The block is walked word by word, each word against every column: the word's |q| and
+// sign are two registers, next to the N int32 sums (all 8 words' |q| and signs at once
+// fill the 16 registers, and the compiler then spills around every column). One core,
+// 64 columns in cache: 59 -> 62 GMAC/s; one column: 45 -> 50.
+template <int N>
+inline void block_sums_q8_0(const uint8_t* q, const BlockQ8X* const (&cols)[N], int64_t b, __m256i (&s)[N]) {
   const __m256i flip = _mm256_set1_epi8(char(0x80));
-  for (int j = 0; j < 8; ++j) {
-    w.sign[j] =
-        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + j * 64)), flip);
-    w.abs[j] = _mm256_abs_epi8(w.sign[j]);
-  }
-}
-
-inline __m256i block_sum_q8_0(const Q8Weights& w, const BlockQ8X& a) {
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i s = _mm256_setzero_si256();
+  for (int c = 0; c < N; ++c) s[c] = _mm256_setzero_si256();
   for (int j = 0; j < 8; ++j) {
-    const __m256i p =
-        _mm256_maddubs_epi16(w.abs[j], _mm256_sign_epi8(bcast(a.qs + 4 * j), w.sign[j]));
-    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
+    const __m256i sign = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + j * 64)), flip);
+    const __m256i abs = _mm256_abs_epi8(sign);
+    for (int c = 0; c < N; ++c) {
+      const __m256i p = _mm256_maddubs_epi16(abs, _mm256_sign_epi8(bcast(cols[c][b].qs + 4 * j), sign));
+      s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(p, ones));
+    }
   }
-  return s;
 }
 
 // acc = fma(float(sum), dw * da, acc): the contract's order.
@@ -163,10 +158,9 @@ void tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, int h0, con
         for (int c = 0; c < N; ++c)
           acc[h][c] = scale_add(acc[h][c], block_sum_q4_0(w, cols[c][b]), dw, cols[c][b].d);
       } else {
-        Q8Weights w;
-        load_q8_0(q, w);
-        for (int c = 0; c < N; ++c)
-          acc[h][c] = scale_add(acc[h][c], block_sum_q8_0(w, cols[c][b]), dw, cols[c][b].d);
+        __m256i s[N];
+        block_sums_q8_0<N>(q, cols, b, s);
+        for (int c = 0; c < N; ++c) acc[h][c] = scale_add(acc[h][c], s[c], dw, cols[c][b].d);
       }
     }
   }
