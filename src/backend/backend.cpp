@@ -17,7 +17,11 @@ void Buffer::place(Tensor* t, size_t offset) {
 void Backend::copy_tensor_from(const Tensor* src, Tensor* dst) {
   TESSERA_CHECK(src->type == dst->type && src->same_shape(*dst));
   TESSERA_CHECK(src->is_contiguous() && dst->is_contiguous());
-  TESSERA_CHECK(src->buffer != nullptr);
+  if (src->buffer == nullptr || src->buffer->backend().host_memory()) {  // host memory: read in place
+    TESSERA_CHECK(src->data != nullptr);
+    set_tensor(dst, src->data, 0, src->nbytes());
+    return;
+  }
   std::vector<char> staging(src->nbytes());
   src->buffer->backend().get_tensor(src, staging.data(), 0, staging.size());
   set_tensor(dst, staging.data(), 0, staging.size());

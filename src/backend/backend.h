@@ -40,6 +40,9 @@ class Backend {
   /// Whether tensors can live in this process's memory of it (not so for another MPI
   /// rank, backend/mpi/remote_backend.h).
   virtual bool can_hold_tensors() const { return true; }
+  /// Whether its tensors' memory is this process's host memory, which the CPU reads in
+  /// place (not so for a GPU: host tensors its nodes read are copied to it first).
+  virtual bool host_memory() const { return true; }
   /// A buffer of `size` bytes; an error when the device is out of memory.
   virtual Result<std::unique_ptr<Buffer>> alloc_buffer(size_t size) = 0;
   virtual size_t alignment() const = 0;
@@ -56,7 +59,8 @@ class Backend {
   virtual Status compute(const Graph& graph) = 0;
 
   /// Copies src (on any backend) into dst (on this backend); same type and shape,
-  /// both contiguous. The default stages through host memory.
+  /// both contiguous. The default uploads host memory (a host backend's tensor, or one
+  /// with no buffer: a weight read in place) and stages a device's through the host.
   virtual void copy_tensor_from(const Tensor* src, Tensor* dst);
 
   void set_tensor(Tensor* t, const void* data, size_t offset, size_t size) {

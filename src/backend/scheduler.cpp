@@ -235,11 +235,50 @@ void Scheduler::cut(Graph& graph, SchedGraph& sg) const {
     if (!is_leaf(s)) return be.at(s);
     return placement_(s);
   };
+  // A device that cannot read host memory gets its own copy of each host leaf (graph
+  // inputs, weights read in place) its nodes read, copied whole from the home backend,
+  // and its own views into that copy.
+  std::unordered_map<const Tensor*, std::vector<std::pair<int, Tensor*>>> device_view_of;
+  auto device_copy = [&](SchedSplit& split, Tensor* s) -> Tensor* {
+    const int b = split.backend;
+    auto find = [&](auto& map, const Tensor* t) -> Tensor* {
+      for (const auto& [at, copy] : map[t]) {
+        if (at == b) return copy;
+      }
+      return nullptr;
+    };
+    Tensor* o = owner_of(s);
+    Tensor* dst = find(copy_of, o);
+    if (dst == nullptr) {
+      TESSERA_CHECK_MSG(backends_[size_t(home_)]->host_memory(), "host leafs are copied from a host backend");
+      dst = sg.arena_.new_tensor(o->type, o->ne, o->name + "@" + std::string(backends_[size_t(b)]->name()));
+      split.copies.push_back({o, dst, home_});
+      sg.memory_[size_t(b)]->add_leaf(dst);
+      copy_of[o].emplace_back(b, dst);
+    }
+    if (s == o) return dst;
+    Tensor* v = find(device_view_of, s);
+    if (v == nullptr) {
+      v = sg.arena_.new_tensor(s->type, s->ne, s->name + "@" + std::string(backends_[size_t(b)]->name()));
+      v->op = Op::View;
+      v->nb = s->nb;
+      v->view_src = dst;
+      v->view_offset = s->view_offset;
+      sg.memory_[size_t(b)]->add_node(v);
+      device_view_of[s].emplace_back(b, v);
+    }
+    return v;
+  };
   for (SchedSplit& split : sg.splits_) {
     const int b = split.backend;
+    const bool device = !is_remote(b) && !backends_[size_t(b)]->host_memory();
     for (Tensor* n : split.graph->nodes()) {
       for (Tensor*& s : n->src) {
         if (!s) continue;
+        if (device && is_leaf(owner_of(s)) && placement_(owner_of(s)) == kAnyBackend) {
+          s = device_copy(split, s);
+          continue;
+        }
         const int from = where(s);
         if (from == kAnyBackend || from == b) continue;
         std::vector<std::pair<int, Tensor*>>& copies = copy_of[s];
