@@ -65,6 +65,12 @@ struct ModelParams {
   /// the model's); empty: in proportion to each rank's free memory.
   bool mpi = false;
   std::vector<int64_t> mpi_layers;
+  /// llama.cpp's -ngl: the last n_gpu_layers layers (weights and KV cache) on the GPU,
+  /// the output too when it exceeds the layer count (99: everything but the token
+  /// embedding's row lookup). Needs a build with TESSERA_CUDA. 0: the CPU alone.
+  int n_gpu_layers = 0;
+  /// The CUDA device -ngl offloads to (--device N).
+  int device = 0;
 };
 
 /// Parses "FILE[:SCALE]" (the --lora flag of the tools); the scale defaults to 1. A colon

@@ -31,6 +31,12 @@ Result<Placement> make_placement(const ModelParams& params, int64_t n_layer) {
     return mpi_placement(params.mpi_layers, mpi::free_bytes(), n_layer, mpi::rank());
   }
   if (!params.mpi_layers.empty()) return Status::error("--mpi-layers needs --mpi");
+  if (params.n_gpu_layers != 0) {
+    if (params.mpi || !params.layers.empty()) {
+      return Status::error("-ngl cannot be combined with --layers or --mpi (one placement at a time)");
+    }
+    return gpu_placement(n_layer, params.n_gpu_layers, params.device);
+  }
   if (!params.layers.empty()) return parse_layer_placement(params.layers, n_layer);
   return single_placement(n_layer);
 }
@@ -123,9 +129,13 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
   impl->placement = std::move(*placement);
   const Placement& pl = impl->placement;
   if (params.repack) {
-    std::vector<bool> here;  // an MPI rank never reads (or pages in) another rank's layers
-    for (int64_t il = 0; pl.mpi && il < impl->hparams.n_layer; ++il) here.push_back(pl.layer_here(il));
-    Result<RepackedWeights> repacked = repack_weights(impl->weights, *impl->file, here, pl.here(pl.output));
+    // An MPI rank never reads (or pages in) another rank's layers; a GPU's layers are
+    // read in the file's layout, on the GPU.
+    std::vector<bool> here;
+    const bool partial = pl.mpi || !pl.gpu.empty();
+    for (int64_t il = 0; partial && il < impl->hparams.n_layer; ++il) here.push_back(pl.layer_on_cpu_here(il));
+    const bool output_here = pl.here(pl.output) && pl.gpu_of(pl.output) < 0;
+    Result<RepackedWeights> repacked = repack_weights(impl->weights, *impl->file, here, output_here);
     if (!repacked) return repacked.status().with_context(path);
     impl->repacked = std::move(*repacked);
   }
@@ -133,6 +143,9 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
   if (params.adapters.empty()) fuse_projections(impl->weights, impl->arena);
   impl->weight_backend = place_weights(impl->weights, pl);
   if (pl.backends.size() > 1) log(LogLevel::Info, "placement: %s", describe_placement(pl).c_str());
+  Result<std::unique_ptr<DeviceWeights>> on_gpu = upload_weights(pl, impl->weight_backend);
+  if (!on_gpu) return on_gpu.status().with_context(path);
+  impl->device_weights = std::move(*on_gpu);
 
   Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(*impl->file);
   if (tok) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/arch.h"
+#include "model/device_weights.h"
 #include "model/placement.h"
 #include "model/repack_weights.h"
 #include "tessera/gguf.h"
@@ -27,6 +28,7 @@ struct ModelImpl {
   ModelInfo info;
   Placement placement;                                // which backend holds each layer
   std::unordered_map<const Tensor*, int> weight_backend;  // from place_weights
+  std::unique_ptr<DeviceWeights> device_weights;      // the GPU layers' weights (-ngl)
   int mpi_id = -1;  // rank 0 of an MPI job: the id the other ranks know this model by
 };
 

@@ -53,8 +53,8 @@ Result<Placement> parse_layer_placement(const std::string& spec, int64_t n_layer
       return Status::error("--layers: '" + entry + "': the backend name must be letters, digits or _");
     }
     if (name.starts_with("cuda") || name.starts_with("gpu")) {
-      return Status::error("--layers: '" + entry + "': this build of tessera has no GPU backend; names "
-                           "stand for CPU backend instances (e.g. 0-10:a,11-21:b)");
+      return Status::error("--layers: '" + entry + "': names stand for CPU backend instances (e.g. "
+                           "0-10:a,11-21:b); layers go to the GPU with -ngl N");
     }
     const std::string_view range = std::string_view(entry).substr(0, colon);
     const size_t dash = range.find('-');
@@ -79,6 +79,20 @@ Result<Placement> parse_layer_placement(const std::string& spec, int64_t n_layer
     p.input = p.layer.front();
     p.output = p.layer.back();
   }
+  return p;
+}
+
+Result<Placement> gpu_placement(int64_t n_layer, int64_t n_gpu, int device) {
+  if (n_gpu < 0) return Status::error("-ngl: " + std::to_string(n_gpu) + " is not a layer count (0 or more)");
+  if (device < 0) return Status::error("--device: " + std::to_string(device) + " is not a device index");
+  Placement p = single_placement(n_layer);
+  if (n_gpu == 0) return p;
+  p.backends.push_back("cuda" + std::to_string(device));
+  p.gpu = {-1, device};
+  const int64_t first = std::max<int64_t>(0, n_layer - n_gpu);
+  for (int64_t il = first; il < n_layer; ++il) p.layer[size_t(il)] = 1;
+  p.input = 0;
+  p.output = n_gpu > n_layer ? 1 : 0;
   return p;
 }
 
@@ -128,8 +142,11 @@ std::unordered_map<const Tensor*, int> place_weights(const ModelWeights& w, cons
   std::unordered_map<const Tensor*, int> at;
   // A token embedding tied to the output projection is read at both ends: the first
   // backend takes rows of it, the last multiplies by all of it. It stays unplaced, read
-  // in place from host memory by both (each MPI rank maps the file).
-  Tensor* embd = w.output != nullptr ? w.token_embd : nullptr;
+  // in place from host memory by both (each MPI rank maps the file) — unless the output
+  // is on a GPU, which cannot read host memory: there it lives, and rows are taken there.
+  const bool tied = w.output == nullptr;
+  Tensor* embd = !tied ? w.token_embd : nullptr;
+  if (tied && p.gpu_of(p.output) >= 0) at[w.token_embd] = p.output;
   for (Tensor* t : {embd, w.token_embd_norm, w.token_embd_norm_b, w.position_embd}) {
     if (t) at[t] = p.input;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda.h"
 #include "backend/mpi/comm.h"
 #include "backend/mpi/remote_backend.h"
 #include "core/check.h"
@@ -16,18 +17,26 @@ constexpr int64_t kDefaultMaxContext = 4096;
 namespace {
 
 /// A backend per backend of the placement: CPU backends share the threads out (each
-/// at least one); another MPI rank's layers are that rank's.
-std::vector<std::unique_ptr<Backend>> make_backends(const Placement& p, int n_threads) {
+/// at least one); a GPU's is its own stream on that device; another MPI rank's layers
+/// are that rank's.
+Result<std::vector<std::unique_ptr<Backend>>> make_backends(const Placement& p, int n_threads) {
   std::vector<std::unique_ptr<Backend>> out;
-  const int n_local = p.mpi ? 1 : int(p.backends.size());
+  int n_local = 0;
+  for (size_t b = 0; b < p.backends.size(); ++b) n_local += p.here(int(b)) && p.gpu_of(int(b)) < 0;
+  n_local = std::max(n_local, 1);
   const int base = n_threads / n_local, extra = n_threads % n_local;
   int local = 0;
   for (size_t b = 0; b < p.backends.size(); ++b) {
     if (!p.here(int(b))) {
       out.push_back(std::make_unique<RemoteBackend>(int(b)));
+    } else if (p.gpu_of(int(b)) >= 0) {
+      Result<std::unique_ptr<Backend>> gpu = cuda::make_backend(p.gpu_of(int(b)));
+      if (!gpu) return gpu.status().with_context("context");
+      out.push_back(std::move(*gpu));
     } else {
       const int threads = std::max(1, base + (local++ < extra ? 1 : 0));
-      out.push_back(std::make_unique<CpuBackend>(threads, p.backends.size() > 1 && !p.mpi ? "CPU " + p.backends[b] : "CPU"));
+      const bool named = p.backends.size() > 1 && !p.mpi && p.gpu.empty();
+      out.push_back(std::make_unique<CpuBackend>(threads, named ? "CPU " + p.backends[b] : "CPU"));
     }
   }
   return out;
@@ -41,11 +50,12 @@ std::vector<Backend*> raw(const std::vector<std::unique_ptr<Backend>>& v) {
 
 }  // namespace
 
-ContextImpl::ContextImpl(const Model& model, const ContextParams& params)
+ContextImpl::ContextImpl(const Model& model, const ContextParams& params,
+                         std::vector<std::unique_ptr<Backend>> backends)
     : model_(model),
       m_(model.impl()),
       params_(params),
-      backends_(make_backends(m_.placement, params.n_threads)),
+      backends_(std::move(backends)),
       sched_(raw(backends_),
              [this](const Tensor* t) {
                auto w = m_.weight_backend.find(t);
@@ -121,11 +131,13 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
     return Status::error("context: n_seq_regions " + std::to_string(p.n_seq_regions) +
                          " out of range [1, n_seq_max = " + std::to_string(p.n_seq_max) + "]");
   }
+  Result<std::vector<std::unique_ptr<Backend>>> backends = make_backends(model.impl().placement, p.n_threads);
+  if (!backends) return backends.status();
   const int model_id = model.impl().mpi_id;
   static int next_id = 0;
   const int id = model_id >= 0 ? next_id++ : -1;
   if (model_id >= 0) TESSERA_RETURN_IF_ERROR(mpi::send_command(encode_create_context(model_id, id, p)));
-  auto impl = std::make_unique<ContextImpl>(model, p);
+  auto impl = std::make_unique<ContextImpl>(model, p, std::move(*backends));
   Status made = impl->init();
   if (model_id >= 0) {
     impl->mpi_id_ = id;  // freed on every rank with the context

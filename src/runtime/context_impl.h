@@ -19,7 +19,7 @@ namespace tessera {
 
 class ContextImpl {
  public:
-  ContextImpl(const Model& model, const ContextParams& params);
+  ContextImpl(const Model& model, const ContextParams& params, std::vector<std::unique_ptr<Backend>> backends);
 
   Status init();
   /// Checks a batch against the vocabulary, the sequence ids and the cache.
@@ -36,7 +36,7 @@ class ContextImpl {
   const detail::ModelImpl& m_;
   ContextParams params_;
   // One backend per backend of the model's placement: a CPU backend with its share of the
-  // threads, or (MPI) the rank computing those layers.
+  // threads, a GPU's stream, or (MPI) the rank computing those layers.
   std::vector<std::unique_ptr<Backend>> backends_;
   std::unordered_map<const Tensor*, int> cache_backend_;  // the KV tensors' backends
   Scheduler sched_;

@@ -185,6 +185,13 @@ Status KvCache::seq_copy(SeqId src, SeqId dst, Pos p0, Pos p1) {
     for (const KvLayer& l : layers_) {
       for (const Tensor* t : {l.k, l.v}) {
         if (t->data == nullptr) continue;  // another MPI rank's layer
+        Backend& be = t->buffer->backend();
+        if (!be.host_memory()) {  // a GPU's cache: the row goes through the host
+          std::vector<char> row(t->nb[1]);
+          be.get_tensor(t, row.data(), size_t(from_cell) * t->nb[1], row.size());
+          be.set_tensor(const_cast<Tensor*>(t), row.data(), size_t(to_cell) * t->nb[1], row.size());
+          continue;
+        }
         char* base = static_cast<char*>(t->data);
         std::memcpy(base + size_t(to_cell) * t->nb[1], base + size_t(from_cell) * t->nb[1], t->nb[1]);
       }

@@ -55,9 +55,11 @@ struct PlacementOptions {
   std::string layers;
   bool mpi = false;
   std::vector<int64_t> mpi_layers;
+  int n_gpu_layers = 0;
+  int device = 0;
 };
 void add_placement_options(CLI::App* cmd, PlacementOptions& o);
-/// Sets ModelParams::layers, mpi and mpi_layers.
+/// Sets ModelParams::layers, mpi, mpi_layers, n_gpu_layers and device.
 void apply_placement(const PlacementOptions& o, ModelParams& params);
 
 }  // namespace tessera::cli

@@ -69,8 +69,10 @@ int main(int argc, char** argv) {
   }
   // Multi-letter short flags that CLI11 cannot declare (llama.cpp's spellings).
   static char parallel_flag[] = "--parallel";
+  static char gpu_layers_flag[] = "--n-gpu-layers";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "-np") == 0) argv[i] = parallel_flag;
+    if (std::strcmp(argv[i], "-ngl") == 0) argv[i] = gpu_layers_flag;
   }
   try {
     app.parse(argc, argv);

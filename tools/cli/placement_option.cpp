@@ -1,11 +1,19 @@
-// Where the layers run: --layers (CPU backend instances in this process) and --mpi /
-// --mpi-layers (the ranks of an mpirun job), shared by run, chat, perplexity, bench and
-// serve. main.cpp starts MPI when --mpi is given, before any of this.
+// Where the layers run: -ngl / --device (the GPU), --layers (CPU backend instances in
+// this process) and --mpi / --mpi-layers (the ranks of an mpirun job), shared by run,
+// chat, perplexity, bench and serve. main.cpp starts MPI when --mpi is given, before any of this.
 #include "commands.h"
 
 namespace tessera::cli {
 
 void add_placement_options(CLI::App* cmd, PlacementOptions& o) {
+  cmd->add_option("--n-gpu-layers", o.n_gpu_layers,  // also -ngl (main.cpp)
+                  "-ngl N: offload the last N layers (weights and KV cache) to the GPU, the output too when N exceeds the "
+                  "layer count (99: all); needs a build with TESSERA_CUDA=ON")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", o.device, "the CUDA device -ngl offloads to (default 0)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--layers", o.layers,
                   "split the layers between CPU backend instances, RANGE:NAME,... (e.g. 0-10:a,11-21:b): each "
                   "name gets its layers' weights and KV cache, its own buffers and a share of the threads; the "
@@ -25,6 +33,8 @@ void apply_placement(const PlacementOptions& o, ModelParams& params) {
   params.layers = o.layers;
   params.mpi = o.mpi;
   params.mpi_layers = o.mpi_layers;
+  params.n_gpu_layers = o.n_gpu_layers;
+  params.device = o.device;
 }
 
 }  // namespace tessera::cli
