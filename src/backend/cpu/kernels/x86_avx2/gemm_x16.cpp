@@ -134,7 +134,7 @@ inline __m256 scale_add(__m256 acc, __m256i sum, __m256 dw, float da) {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(da)), acc);
 }
 
-template <int N, int H, bool kQ4>
+template <int N, int H, bool kQ4, bool kL1 = false>
 void tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, int h0, const char* act,
           size_t act_stride, float* dst, size_t dst_stride) {
   constexpr int kBlockBytes = kQ4 ? 256 : 512;
@@ -154,7 +154,7 @@ void tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, int h0, con
       if constexpr (kQ4) {
         __m256i w[8];
         load_q4_0(q, w);
-        if constexpr (N == 1) through_l1(w);
+        if constexpr (kL1) through_l1(w);
         for (int c = 0; c < N; ++c)
           acc[h][c] = scale_add(acc[h][c], block_sum_q4_0(w, cols[c][b]), dw, cols[c][b].d);
       } else {
@@ -178,6 +178,12 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
   const auto* a = static_cast<const char*>(act);
   for_each_tile<kMaxCols>(n_cols, [&](auto n, int64_t c) {
     constexpr int N = decltype(n)::value;
+    if constexpr (N == 1 && kQ4) {  // decode: see x86::decode_through_l1
+      if (x86::decode_through_l1()) {
+        return tile<1, 2, true, true>(quants, scales, nb, 0, a + c * act_stride, act_stride, dst + c * dst_stride,
+                                      dst_stride);
+      }
+    }
     over_halves<N>([&](auto halves, int h0) {
       tile<N, decltype(halves)::value, kQ4>(quants, scales, nb, h0, a + c * act_stride, act_stride,
                                             dst + c * dst_stride, dst_stride);

@@ -68,7 +68,7 @@ inline void load_q8_0(const uint8_t* quants, __m512i (&w)[8]) {
   for (int i = 0; i < 8; ++i) w[i] = _mm512_loadu_si512(quants + i * 64);
 }
 
-template <int N, int kBlockBytes, bool kQ4>
+template <int N, int kBlockBytes, bool kQ4, bool kL1 = false>
 void tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, const char* act,
           size_t act_stride, float* dst, size_t dst_stride) {
   __m512 acc[N];
@@ -86,7 +86,7 @@ void tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, const char*
     } else {
       load_q8_0(quants + b * kBlockBytes, w);
     }
-    if constexpr (N == 1 && kQ4) through_l1(w);  // (Q8_0: measured no gain)
+    if constexpr (kL1) through_l1(w);  // Q4_0 decode on AMD (x86::decode_through_l1); Q8_0: no gain
     const __m512 dw = _mm512_cvtph_ps(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kGroupRows)));
     for (int c = 0; c < N; ++c) acc[c] = column_step(acc[c], w, dw, cols[c][b]);
@@ -101,8 +101,14 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
   const auto* scales = reinterpret_cast<const uint16_t*>(quants + nb * kBlockBytes);
   const auto* a = static_cast<const char*>(act);
   for_each_tile<kMaxCols>(n_cols, [&](auto n, int64_t c) {
-    tile<decltype(n)::value, kBlockBytes, kQ4>(quants, scales, nb, a + c * act_stride, act_stride,
-                                               dst + c * dst_stride, dst_stride);
+    constexpr int N = decltype(n)::value;
+    if constexpr (N == 1 && kQ4) {
+      if (x86::decode_through_l1()) {
+        return tile<1, kBlockBytes, true, true>(quants, scales, nb, a + c * act_stride, act_stride,
+                                                dst + c * dst_stride, dst_stride);
+      }
+    }
+    tile<N, kBlockBytes, kQ4>(quants, scales, nb, a + c * act_stride, act_stride, dst + c * dst_stride, dst_stride);
   });
 }
 
