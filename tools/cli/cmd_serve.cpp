@@ -13,7 +13,7 @@ struct ServeFlags {
   server::ServerOptions o;
   std::string api_key_file;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
-  PlacementOptions placement;     // --layers, --mpi, --mpi-layers
+  PlacementOptions placement;     // -ngl, --device, --layers, --mpi, --mpi-layers
   bool no_webui = false;
   bool no_prefix_cache = false;
 };
@@ -25,6 +25,8 @@ int run_serve(ServeFlags& f) {
   f.o.layers = f.placement.layers;
   f.o.mpi = f.placement.mpi;
   f.o.mpi_layers = f.placement.mpi_layers;
+  f.o.n_gpu_layers = f.placement.n_gpu_layers;
+  f.o.device = f.placement.device;
   if (!f.api_key_file.empty()) {
     Result<std::vector<std::string>> keys = server::read_api_key_file(f.api_key_file);
     if (!keys) return fail(keys.status().message());

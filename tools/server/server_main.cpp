@@ -79,6 +79,8 @@ Status load(ServerContext& ctx, const serving::EngineParams& params) {
   mp.layers = o.layers;
   mp.mpi = o.mpi;
   mp.mpi_layers = o.mpi_layers;
+  mp.n_gpu_layers = o.n_gpu_layers;
+  mp.device = o.device;
   Result<std::unique_ptr<Model>> model = o.model.empty() ? Model::load_default(mp) : Model::load(o.model, mp);
   if (!model) return model.status();
   if (!(*model)->tokenizer()) return Status::error(o.model + ": the model has no usable tokenizer, so it cannot serve text");

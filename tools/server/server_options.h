@@ -19,6 +19,8 @@ struct ServerOptions {
   std::string layers;                 // --layers (ModelParams::layers)
   bool mpi = false;                   // --mpi: the model split across MPI ranks
   std::vector<int64_t> mpi_layers;    // --mpi-layers
+  int n_gpu_layers = 0;               // -ngl (ModelParams::n_gpu_layers)
+  int device = 0;                     // --device
   std::string host = "127.0.0.1";
   int port = 8080;    // 0: any free port
   int n_parallel = 4;

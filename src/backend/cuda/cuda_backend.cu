@@ -207,6 +207,9 @@ class CudaBackend final : public Backend {
       if (node->data == nullptr) return Status::error(name_ + ": node '" + node->name + "' has no memory");
     }
     TESSERA_CUDA_CHECK(cudaSetDevice(device_));
+    // Before the key and before any capture: merging the scratch's chunks frees device
+    // memory, which a stream capture does not allow (cudaFree may synchronize).
+    scratch_.reset();
     if (!graphs_enabled_) {
       launch_all(graph);
       return Status::ok();
@@ -261,8 +264,7 @@ class CudaBackend final : public Backend {
     return staging_.take(size);
   }
 
-  void launch_all(const Graph& graph) {
-    scratch_.reset();
+  void launch_all(const Graph& graph) {  // the scratch was reset by compute()
     for (Tensor* node : graph.nodes()) {
       if (op_is_view(node->op) || node->op == Op::None) continue;
       op_entry(node->op).compute(node, ctx_);
