@@ -124,7 +124,7 @@ TEST(SchedulerPlacement, BadPlacementsAreRefusedWithTheEntry) {
       {"0-9:a", "layer 9 is outside"},
       {"2-1:a", "ends before it starts"},
       {"0-2:a,2-4:b", "layer 2 is placed twice"},
-      {"0-4:cuda0", "no GPU backend"},
+      {"0-4:cuda0", "layers go to the GPU with -ngl N"},
       {"x-4:a", "is not a layer number"},
       {"0-4:a b", "letters, digits or _"},
   };
