@@ -65,7 +65,7 @@ void for_each_tile(int64_t n_cols, Tile tile) {
 // core runs further ahead and keeps more misses in flight.
 //
 // Not on Intel: there the round trip costs Q4_0 decode a fifth to a third of its stream.
-// One core of an Intel Xeon (AVX-512, AMX; family 6 model 143-class, 4 GHz), 256 MB Q4_0
+// One core of an Intel Xeon (AVX-512, AMX; family 6 model 167 as its VM reports it), 256 MB Q4_0
 // matrix, interleaved runs, GB/s: AVX2 11.6 -> 15.2 without it, AVX-512 13.3 -> 15.5 (a
 // plain read loop: 17). So the Q4_0 decode tiles take it where the CPU is AMD's (where it
 // was measured to pay) and leave it out elsewhere; TESSERA_DECODE_L1=0|1 forces either,
