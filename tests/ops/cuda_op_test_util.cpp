@@ -16,29 +16,6 @@
 namespace tessera::test {
 namespace {
 
-double load(DType type, const uint8_t* p) {
-  float f;
-  uint16_t h;
-  int32_t i;
-  switch (type) {
-    case DType::F32:
-      std::memcpy(&f, p, 4);
-      return f;
-    case DType::F16:
-      std::memcpy(&h, p, 2);
-      return f16_to_f32(h);
-    case DType::BF16:
-      std::memcpy(&h, p, 2);
-      return bf16_to_f32(h);
-    case DType::I32:
-      std::memcpy(&i, p, 4);
-      return i;
-    default:
-      ADD_FAILURE() << "cuda op test: cannot read type " << dtype_name(type);
-      return 0;
-  }
-}
-
 // The elements of t (row-major) from the bytes of the tensor whose memory it is.
 std::vector<double> elements(const Tensor* t, const std::vector<uint8_t>& owner_bytes) {
   const uint8_t* base = owner_bytes.data() + (t->view_src ? t->view_offset : 0);

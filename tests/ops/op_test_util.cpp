@@ -27,28 +27,6 @@ void* alloc64(size_t size) {
   return std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
 }
 
-double load(DType type, const uint8_t* p) {
-  float f;
-  uint16_t h;
-  int32_t i;
-  switch (type) {
-    case DType::F32:
-      std::memcpy(&f, p, 4);
-      return f;
-    case DType::F16:
-      std::memcpy(&h, p, 2);
-      return f16_to_f32(h);
-    case DType::BF16:
-      std::memcpy(&h, p, 2);
-      return bf16_to_f32(h);
-    case DType::I32:
-      std::memcpy(&i, p, 4);
-      return i;
-    default:
-      ADD_FAILURE() << "op test: cannot read type " << dtype_name(type);
-      return 0;
-  }
-}
 
 size_t offset_of(const Tensor* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
   return size_t(i0) * t->nb[0] + size_t(i1) * t->nb[1] + size_t(i2) * t->nb[2] +
@@ -95,6 +73,29 @@ bool runs_in_place(const Tensor* node) {
 }
 
 }  // namespace
+
+double load(DType type, const uint8_t* p) {
+  float f;
+  uint16_t h;
+  int32_t i;
+  switch (type) {
+    case DType::F32:
+      std::memcpy(&f, p, 4);
+      return f;
+    case DType::F16:
+      std::memcpy(&h, p, 2);
+      return f16_to_f32(h);
+    case DType::BF16:
+      std::memcpy(&h, p, 2);
+      return bf16_to_f32(h);
+    case DType::I32:
+      std::memcpy(&i, p, 4);
+      return i;
+    default:
+      ADD_FAILURE() << "op test: cannot read type " << dtype_name(type);
+      return 0;
+  }
+}
 
 void for_each_index(const Shape& ne,
                     const std::function<void(int64_t, int64_t, int64_t, int64_t)>& f) {

@@ -90,6 +90,10 @@ class OpTest {
 void for_each_index(const Shape& ne,
                     const std::function<void(int64_t, int64_t, int64_t, int64_t)>& f);
 
+/// The element at p of a float or I32 tensor of `type`, as a double (a test failure for
+/// other types).
+double load(DType type, const uint8_t* p);
+
 /// Float rounded to F16 / BF16 and back (what storing into such a tensor gives).
 double round_to(DType type, double v);
 

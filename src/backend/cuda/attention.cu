@@ -43,13 +43,6 @@ __global__ void reduce_kernel(AttnArgs a) {
   }
 }
 
-bool aligned(const Tensor* t, size_t size) {
-  for (size_t s : t->nb) {
-    if (s % size != 0) return false;
-  }
-  return t->view_src == nullptr || t->view_offset % size == 0;  // data: allocations are aligned
-}
-
 bool fits_int(const Tensor* t) {
   for (int64_t n : t->ne) {
     if (n < 0 || n > INT_MAX / 2) return false;  // room for a split's rounding up

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +72,23 @@ inline Dims dims_of(const Tensor* t) {
     d.nb[i] = int64_t(t->nb[size_t(i)]);
   }
   return d;
+}
+
+/// Whether every stride (and the view's offset) of t is a multiple of size bytes: what
+/// kernels reading elements of that size need (allocations themselves are aligned).
+inline bool aligned(const Tensor* t, size_t size) {
+  for (size_t s : t->nb) {
+    if (s % size != 0) return false;
+  }
+  return t->view_src == nullptr || t->view_offset % size == 0;
+}
+
+/// Whether t's sizes and row count fit the int indices of a grid.
+inline bool fits_grid(const Tensor* t) {
+  for (int64_t n : t->ne) {
+    if (n < 0 || n > INT_MAX) return false;
+  }
+  return t->nrows() <= INT_MAX;
 }
 
 /// Blocks of `per` threads to cover n items.

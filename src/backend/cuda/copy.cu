@@ -149,20 +149,6 @@ void launch_q8_0(const Tensor* src, Tensor* dst, Ctx& ctx) {
   TESSERA_CUDA_LAUNCHED();
 }
 
-bool aligned(const Tensor* t, size_t size) {
-  for (size_t s : t->nb) {
-    if (s % size != 0) return false;
-  }
-  return t->view_src == nullptr || t->view_offset % size == 0;  // data: allocations are aligned
-}
-
-bool fits_grid(const Tensor* t) {
-  for (int64_t n : t->ne) {
-    if (n < 0 || n > INT_MAX) return false;
-  }
-  return t->nrows() <= INT_MAX;
-}
-
 // A type this file reads and writes element by element: one element per block, 1, 2, 4
 // or 8 bytes, every element aligned to its size.
 bool elementwise_ok(const Tensor* t) {

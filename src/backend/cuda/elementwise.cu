@@ -13,13 +13,6 @@ namespace {
 constexpr int kMaxThreads = 256;
 
 // Element counts a kernel indexes with int (dim 0) and a grid of one block per row.
-bool fits_grid(const Tensor* t) {
-  for (int i = 0; i < kMaxDims; ++i) {
-    if (t->ne[size_t(i)] < 0 || t->ne[size_t(i)] > INT_MAX) return false;
-  }
-  return t->nrows() <= INT_MAX;
-}
-
 // F32 with byte strides that keep every element 4-byte aligned.
 bool f32_aligned(const Tensor* t) {
   if (t->type != DType::F32) return false;

@@ -91,20 +91,6 @@ bool is_plain(DType t) {
   }
 }
 
-bool aligned(const Tensor* t, size_t size) {
-  for (size_t s : t->nb) {
-    if (s % size != 0) return false;
-  }
-  return t->view_src == nullptr || t->view_offset % size == 0;  // data: allocations are aligned
-}
-
-bool fits_grid(const Tensor* t) {
-  for (int64_t n : t->ne) {
-    if (n < 0 || n > INT_MAX) return false;
-  }
-  return t->nrows() <= INT_MAX;
-}
-
 }  // namespace
 
 bool get_rows_supports(const Tensor* node) {

@@ -189,13 +189,6 @@ void gemm_dequant(Tensor* node, Ctx& ctx) {
   }
 }
 
-bool aligned(const Tensor* t, size_t size) {
-  for (size_t s : t->nb) {
-    if (s % size != 0) return false;
-  }
-  return t->view_src == nullptr || t->view_offset % size == 0;  // data: allocations are aligned
-}
-
 bool fits_int(const Tensor* t) {
   for (int64_t n : t->ne) {
     if (n < 0 || n > INT_MAX) return false;

@@ -23,13 +23,6 @@ bool f32_aligned(const Tensor* t) {
   return t->view_src == nullptr || t->view_offset % sizeof(float) == 0;  // data: allocations are aligned
 }
 
-bool fits_grid(const Tensor* t) {
-  for (int64_t n : t->ne) {
-    if (n < 0 || n > INT_MAX) return false;
-  }
-  return t->nrows() <= INT_MAX;
-}
-
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;

@@ -23,13 +23,6 @@ struct RopeArgs {
   int heads_per_block;
 };
 
-bool aligned4(const Tensor* t) {
-  for (size_t s : t->nb) {
-    if (s % 4 != 0) return false;
-  }
-  return t->view_src == nullptr || t->view_offset % 4 == 0;  // data: allocations are aligned
-}
-
 // Element i (linear, dim 0 fastest) of an I32 tensor of any layout.
 __device__ __forceinline__ int32_t read_i32(const char* base, const Dims& d, int64_t i) {
   int64_t off = 0;
@@ -108,12 +101,12 @@ bool rope_supports(const Tensor* node) {
   if (rp == nullptr || (rp->mode != RopeMode::Normal && rp->mode != RopeMode::NeoX)) return false;
   if (rp->n_dims < 0 || rp->n_dims % 2 != 0 || rp->n_dims > node->ne[0] || rp->n_dims > kMaxRotated)
     return false;
-  if (node->type != DType::F32 || node->nb[0] != 4 || !aligned4(node)) return false;
+  if (node->type != DType::F32 || node->nb[0] != 4 || !aligned(node, 4)) return false;
   if (node->ne[0] > INT_MAX || node->ne[1] > INT_MAX || node->ne[2] > INT_MAX ||
       node->ne[3] > 65535)
     return false;
-  if (a == nullptr || a->type != DType::F32 || !aligned4(a) || a->ne != node->ne) return false;
-  if (pos == nullptr || pos->type != DType::I32 || !aligned4(pos) || pos->nelements() < node->ne[2])
+  if (a == nullptr || a->type != DType::F32 || !aligned(a, 4) || a->ne != node->ne) return false;
+  if (pos == nullptr || pos->type != DType::I32 || !aligned(pos, 4) || pos->nelements() < node->ne[2])
     return false;
   if (ff != nullptr && (ff->type != DType::F32 || !ff->is_contiguous() ||
                         ff->nelements() < rp->n_dims / 2))

@@ -18,20 +18,6 @@ int threads_for(int64_t ne0) {
   return int(t < 32 ? 32 : (t > kMaxThreads ? kMaxThreads : t));
 }
 
-bool aligned(const Tensor* t, size_t size) {
-  for (size_t s : t->nb) {
-    if (s % size != 0) return false;
-  }
-  return t->view_src == nullptr || t->view_offset % size == 0;  // data: allocations are aligned
-}
-
-bool fits_grid(const Tensor* t) {
-  for (int64_t n : t->ne) {
-    if (n < 0 || n > INT_MAX) return false;
-  }
-  return t->nrows() <= INT_MAX;
-}
-
 struct SumOp {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
