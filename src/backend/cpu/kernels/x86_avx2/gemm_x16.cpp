@@ -246,6 +246,24 @@ inline void q4_K_sums(const uint8_t* sb, const Q4KScales& s, const BlockQ8KX* co
                       __m256i (&isum)[N]) {
   const __m256i low = _mm256_set1_epi8(0x0F);
   for (int c = 0; c < N; ++c) isum[c] = _mm256_setzero_si256();
+  // Decode: word by word, nothing held across words (the 16 unpacked registers of a chunk
+  // went through L1 instead). One core, Xeon: in cache 20 -> 25 GB/s, streamed 9.0 ->
+  // 9.8; Q4_K_M tg64, 2 threads, 28.2 -> 30.4 t/s.
+  if constexpr (N == 1) {
+    for (int i = 0; i < 4; ++i) {
+      const int8_t* q = a[0]->qs + 64 * i;
+      __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
+      for (int w = 0; w < 8; ++w) {
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + i * 512 + w * 64));
+        slo = _mm256_add_epi16(slo, _mm256_maddubs_epi16(_mm256_and_si256(raw, low), bcast(q + 4 * w)));
+        shi = _mm256_add_epi16(shi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low),
+                                                         bcast(q + 32 + 4 * w)));
+      }
+      isum[0] = _mm256_add_epi32(isum[0], _mm256_add_epi32(_mm256_madd_epi16(slo, s.sc[2 * i]),
+                                                           _mm256_madd_epi16(shi, s.sc[2 * i + 1])));
+    }
+    return;
+  }
   for (int i = 0; i < 4; ++i) {
     __m256i lo[8], hi[8];
     for (int w = 0; w < 8; ++w) {
@@ -253,10 +271,6 @@ inline void q4_K_sums(const uint8_t* sb, const Q4KScales& s, const BlockQ8KX* co
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + i * 512 + w * 64));
       lo[w] = _mm256_and_si256(raw, low);
       hi[w] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-    }
-    if constexpr (N == 1) {
-      through_l1(lo);
-      through_l1(hi);
     }
     for (int c = 0; c < N; ++c) {
       const int8_t* q = a[c]->qs + 64 * i;
