@@ -4,20 +4,30 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/hd.h"
+
 namespace tessera {
 
-inline float bits_to_f32(uint32_t u) {
+TESSERA_HD float bits_to_f32(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+#endif
 }
-inline uint32_t f32_to_bits(float f) {
+TESSERA_HD uint32_t f32_to_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
+#endif
 }
 
-inline float f16_to_f32(uint16_t h) {
+TESSERA_HD float f16_to_f32(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000) << 16;
   const uint32_t exp = (h >> 10) & 0x1f;
   const uint32_t mant = h & 0x3ff;
@@ -30,7 +40,7 @@ inline float f16_to_f32(uint16_t h) {
   return bits_to_f32(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
-inline uint16_t f32_to_f16(float f) {
+TESSERA_HD uint16_t f32_to_f16(float f) {
   const uint32_t x = f32_to_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000;
   const uint32_t abs = x & 0x7fffffff;
@@ -49,9 +59,9 @@ inline uint16_t f32_to_f16(float f) {
   return uint16_t(sign | ((rounded - 0x38000000) >> 13));
 }
 
-inline float bf16_to_f32(uint16_t h) { return bits_to_f32(uint32_t(h) << 16); }
+TESSERA_HD float bf16_to_f32(uint16_t h) { return bits_to_f32(uint32_t(h) << 16); }
 
-inline uint16_t f32_to_bf16(float f) {
+TESSERA_HD uint16_t f32_to_bf16(float f) {
   const uint32_t x = f32_to_bits(f);
   if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);  // quiet NaN
   return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);

@@ -134,19 +134,7 @@ Tensor* CudaOpCase::input(DType type, const Shape& ne, Layout layout, float lo, 
   const bool quantized = dtype_traits(type).block_size > 1;
   EXPECT_TRUE(!quantized || layout == Layout::Contiguous || layout == Layout::Permuted)
       << "cuda op test: a quantized input " << layout_name(layout);
-  switch (layout) {
-    case Layout::Contiguous:
-      return input(type, ne, lo, hi);
-    case Layout::Transposed:
-      return ops::transpose(graph_, input(type, {ne[1], ne[0], ne[2], ne[3]}, lo, hi));
-    case Layout::Permuted:
-      return ops::permute(graph_, input(type, {ne[0], ne[2], ne[1], ne[3]}, lo, hi), 0, 2, 1, 3);
-    case Layout::Sliced: {
-      Tensor* big = input(type, {ne[0] + 3, ne[1] + 1, ne[2], ne[3] + 1}, lo, hi);
-      return ops::view(graph_, big, ne, big->nb, big->nb[1] + 2 * big->nb[0]);
-    }
-  }
-  return nullptr;
+  return laid_out(graph_, ne, layout, [&](const Shape& s) { return input(type, s, lo, hi); });
 }
 
 Tensor* CudaOpCase::ids(const std::vector<int32_t>& ids) {

@@ -168,21 +168,25 @@ const char* layout_name(Layout layout) {
   return "?";
 }
 
-Tensor* OpTest::input(DType type, const Shape& ne, Layout layout, float lo, float hi) {
+Tensor* laid_out(Graph& g, const Shape& ne, Layout layout, const std::function<Tensor*(const Shape&)>& make) {
   switch (layout) {
     case Layout::Contiguous:
-      return input(type, ne, lo, hi);
+      return make(ne);
     case Layout::Transposed:
-      return ops::transpose(graph_, input(type, {ne[1], ne[0], ne[2], ne[3]}, lo, hi));
+      return ops::transpose(g, make({ne[1], ne[0], ne[2], ne[3]}));
     case Layout::Permuted:
-      return ops::permute(graph_, input(type, {ne[0], ne[2], ne[1], ne[3]}, lo, hi), 0, 2, 1, 3);
+      return ops::permute(g, make({ne[0], ne[2], ne[1], ne[3]}), 0, 2, 1, 3);
     case Layout::Sliced: {
-      Tensor* big = input(type, {ne[0] + 3, ne[1] + 1, ne[2], ne[3] + 1}, lo, hi);
+      Tensor* big = make({ne[0] + 3, ne[1] + 1, ne[2], ne[3] + 1});
       const size_t offset = big->nb[1] + 2 * big->nb[0];
-      return ops::view(graph_, big, ne, big->nb, offset);
+      return ops::view(g, big, ne, big->nb, offset);
     }
   }
   return nullptr;
+}
+
+Tensor* OpTest::input(DType type, const Shape& ne, Layout layout, float lo, float hi) {
+  return laid_out(graph_, ne, layout, [&](const Shape& s) { return input(type, s, lo, hi); });
 }
 
 Tensor* OpTest::input_values(DType type, const Shape& ne, const std::vector<float>& values) {

@@ -40,6 +40,10 @@ enum class Layout {
 };
 const char* layout_name(Layout layout);
 
+/// A tensor of shape ne laid out as `layout`: a view (transpose, permute, slice) of a
+/// tensor that make(shape) creates (Contiguous: make(ne) itself).
+Tensor* laid_out(Graph& g, const Shape& ne, Layout layout, const std::function<Tensor*(const Shape&)>& make);
+
 class OpTest {
  public:
   explicit OpTest(uint64_t seed = 1);

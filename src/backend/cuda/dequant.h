@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "backend/cuda/elementwise_math.h"
-#include "backend/cuda/hd.h"
+#include "core/hd.h"
 #include "quant/blocks.h"
 
 namespace tessera::cuda::dq {

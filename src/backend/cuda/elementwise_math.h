@@ -1,76 +1,26 @@
 // Scalar math of the CUDA elementwise, norm, rope, softmax and copy kernels that must
 // agree with the CPU backend, written once for device and host (TESSERA_HD) so the host
 // unit test (tests/unit/cuda_elementwise_math_test.cpp) checks it against the CPU code:
-// the F16/BF16 conversions of core/fp16.h, the activations of the reference vec
-// kernels, rope's angle and the Q8_0 quantizer's rounding.
+// the activations of the reference vec kernels, rope's angle and the Q8_0 quantizer's
+// rounding.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-#include "backend/cuda/hd.h"
+#include "core/fp16.h"
+#include "core/hd.h"
 
 namespace tessera::cuda::math {
 
-TESSERA_HD uint32_t float_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-#endif
-}
-
-TESSERA_HD float bits_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-#endif
-}
-
-// ---- F16 / BF16, bit for bit as core/fp16.h (round to nearest even) ------------------
-
-TESSERA_HD float f16_to_f32(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f;
-  const uint32_t mant = h & 0x3ff;
-  if (exp == 0) {
-    const float v = float(mant) * 5.9604644775390625e-8f;  // mant * 2^-24, exact
-    return sign ? -v : v;
-  }
-  if (exp == 31) return bits_float(sign | 0x7f800000u | (mant << 13));
-  return bits_float(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-TESSERA_HD uint16_t f32_to_f16(float f) {
-  const uint32_t x = float_bits(f);
-  const uint32_t sign = (x >> 16) & 0x8000;
-  const uint32_t abs = x & 0x7fffffff;
-  if (abs > 0x7f800000) return uint16_t(sign | 0x7e00);   // NaN
-  if (abs >= 0x477ff000) return uint16_t(sign | 0x7c00);  // overflow -> inf
-  if (abs < 0x38800000) {                                 // subnormal or zero
-    const float scaled = bits_float(abs) * 16777216.0f;   // exact: a power of two
-    uint32_t m = uint32_t(scaled);
-    const float rem = scaled - float(m);
-    if (rem > 0.5f || (rem == 0.5f && (m & 1))) ++m;
-    return uint16_t(sign | m);
-  }
-  const uint32_t rounded = abs + 0x0fff + ((abs >> 13) & 1);  // nearest even at bit 13
-  return uint16_t(sign | ((rounded - 0x38000000) >> 13));
-}
-
-TESSERA_HD float bf16_to_f32(uint16_t h) { return bits_float(uint32_t(h) << 16); }
-
-TESSERA_HD uint16_t f32_to_bf16(float f) {
-  const uint32_t x = float_bits(f);
-  if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);  // quiet NaN
-  return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
+// F16 / BF16 and float bits: core/fp16.h's, which run on the GPU too.
+using tessera::bf16_to_f32;
+using tessera::f16_to_f32;
+using tessera::f32_to_bf16;
+using tessera::f32_to_f16;
+TESSERA_HD uint32_t float_bits(float f) { return tessera::f32_to_bits(f); }
+TESSERA_HD float bits_float(uint32_t u) { return tessera::bits_to_f32(u); }
 
 // ---- activations, as the reference vec kernels (src/backend/cpu/kernels/reference) ----
 
