@@ -241,9 +241,10 @@ inline void decode_q4_K(const uint8_t* words, Q4KScales& s) {
 }
 
 // One super-block of one half: isum[c] (scaled sub-block dots) for every column.
-template <int N>
+// step(i) is called before chunk i (the decode tile's prefetch).
+template <int N, typename Step>
 inline void q4_K_sums(const uint8_t* sb, const Q4KScales& s, const BlockQ8KX* const (&a)[N],
-                      __m256i (&isum)[N]) {
+                      __m256i (&isum)[N], Step step) {
   const __m256i low = _mm256_set1_epi8(0x0F);
   for (int c = 0; c < N; ++c) isum[c] = _mm256_setzero_si256();
   // Decode: word by word, nothing held across words (the 16 unpacked registers of a chunk
@@ -251,6 +252,7 @@ inline void q4_K_sums(const uint8_t* sb, const Q4KScales& s, const BlockQ8KX* co
   // 9.8; Q4_K_M tg64, 2 threads, 28.2 -> 30.4 t/s.
   if constexpr (N == 1) {
     for (int i = 0; i < 4; ++i) {
+      step(i);
       const int8_t* q = a[0]->qs + 64 * i;
       __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
       for (int w = 0; w < 8; ++w) {
@@ -265,6 +267,7 @@ inline void q4_K_sums(const uint8_t* sb, const Q4KScales& s, const BlockQ8KX* co
     return;
   }
   for (int i = 0; i < 4; ++i) {
+    step(i);
     __m256i lo[8], hi[8];
     for (int w = 0; w < 8; ++w) {
       const __m256i raw =
@@ -296,7 +299,8 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
   }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* mb = meta + b * 256;
-    prefetch_stream(quants, size_t(b) * (2048 + 256), 2048 + 256);
+    constexpr size_t kShare = 2048 + 256;  // quants + meta
+    if constexpr (H == 1) prefetch_stream(quants, size_t(b) * kShare, kShare);
     const BlockQ8KX* cols[N];
     for (int c = 0; c < N; ++c)
       cols[c] = reinterpret_cast<const BlockQ8KX*>(act + size_t(c) * act_stride) + b;
@@ -305,7 +309,10 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
       Q4KScales s;
       decode_q4_K(mb + 64 + half * 32, s);
       __m256i isum[N];
-      q4_K_sums<N>(quants + b * 2048 + half * 32, s, cols, isum);
+      q4_K_sums<N>(quants + b * 2048 + half * 32, s, cols, isum, [&](int i) {
+        // Decode streams: the block's prefetch spread over its 8 chunks (x86_tile_loops.h).
+        if constexpr (H == 2) x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, 4 * h + i, 8);
+      });
       const __m256 d = scales8(mb + half * 16);
       const __m256 dmin = scales8(mb + 32 + half * 16);
       for (int c = 0; c < N; ++c) {
@@ -402,7 +409,8 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
     for (int c = 0; c < N; ++c) acc[h][c] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
-    prefetch_stream(quants, size_t(b) * (3072 + 288), 3072 + 288);
+    constexpr size_t kShare = 3072 + 288;  // quants + meta
+    if constexpr (H == 1) prefetch_stream(quants, size_t(b) * kShare, kShare);
     const BlockQ8KX* cols[N];
     for (int c = 0; c < N; ++c)
       cols[c] = reinterpret_cast<const BlockQ8KX*>(act + size_t(c) * act_stride) + b;
@@ -415,6 +423,8 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
       for (int c = 0; c < N; ++c) isum[c] = _mm256_setzero_si256();
       for (int p = 0; p < 2; ++p) {
         for (int k = 0; k < 4; ++k) {
+          // Decode streams: the block's prefetch spread over its 16 quarters (x86_tile_loops.h).
+          if constexpr (H == 2) x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, 8 * h + 4 * p + k, 16);
           __m256i op[8];
           load_q6_K_quarter(sb, p, k, op);
           if constexpr (N == 1) through_l1(op);
