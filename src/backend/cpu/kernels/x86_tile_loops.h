@@ -32,23 +32,24 @@ namespace {
 // group to demand misses) ~23; the even sweep 64 KiB ahead ~30, a plain read loop ~31.
 constexpr size_t kAhead = 65536;
 
-inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
-  const uint8_t* p = group + pos + kAhead;
-  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
-}
-
-// The same sweep spread over a block's steps: step `part` of `parts` asks for its share of
-// the block's lines. A block of the k-quants is 36-53 lines. Asked for all at once at the
-// block's start, one core's decode stream is what it would be with no overlap of memory
-// and compute at all; spread over the block it overlaps some (AVX2 decode, one core of an
-// Intel Xeon, 256 MB, GB/s: Q6_K 9.4 -> 11.0, Q4_K 9.0-10.9 -> 10.5-11.5; a plain read 17).
-// Measured, not derived: docs/performance.md, "Session 11", also lists what did not help.
+// The sweep for the block at [pos, pos + bytes), spread over the block's steps: step
+// `part` of `parts` asks for its share of the block's lines (prefetch_stream: all at
+// once). A block of the k-quants is 36-53 lines. Asked for all at once at the block's
+// start, one core's decode stream is what it would be with no overlap of memory and
+// compute at all; spread over the block it overlaps some (AVX2 decode, one core of an
+// Intel Xeon, 256 MB, GB/s: Q6_K 9.4 -> 11.0, Q4_K 9.0-10.9 -> 10.5-11.5; a plain read
+// 17). Measured, not derived: docs/performance.md, "Session 11", also lists what did not
+// help.
 inline void prefetch_stream_part(const uint8_t* group, size_t pos, size_t bytes, int part, int parts) {
   const size_t lines = (bytes + 63) / 64;
   const uint8_t* p = group + pos + kAhead;
   const size_t end = lines * size_t(part + 1) / size_t(parts);
   for (size_t l = lines * size_t(part) / size_t(parts); l < end; ++l)
     _mm_prefetch(reinterpret_cast<const char*>(p + l * 64), _MM_HINT_T1);
+}
+
+inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
+  prefetch_stream_part(group, pos, bytes, 0, 1);
 }
 
 // Calls tile(std::integral_constant<int, N>, c) for columns [c, c + N): full tiles of
