@@ -13,6 +13,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -94,13 +95,16 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g, int64_t r
   std::vector<float> out(static_cast<size_t>(rows * n_cols));
   const size_t group_bytes = size_t(kGroupRows * nb) * c.block_bytes;
   for (auto _ : state) {
-    for (int64_t grp = 0; grp < rows / kGroupRows; ++grp) {
-      float* dst = out.data() + grp * kGroupRows;
-      const uint8_t* wg = packed.get() + size_t(grp) * group_bytes;
-      if (c.type == DType::F16) {
-        g.gemm_f16_x16(wg, kK, x.data(), size_t(kK), n_cols, dst, size_t(rows));
-      } else {
-        gemm_x16(g, repacked_type(c.type))(wg, nb, act.data(), act_row, n_cols, dst, size_t(rows));
+    if (c.type == DType::F16) {
+      for (int64_t grp = 0; grp < rows / kGroupRows; ++grp) {
+        g.gemm_f16_x16(packed.get() + size_t(grp) * group_bytes, kK, x.data(), size_t(kK), n_cols,
+                       out.data() + grp * kGroupRows, size_t(rows));
+      }
+    } else {  // in runs of 8 groups, as mul_mat hands them to a thread
+      for (int64_t grp = 0; grp < rows / kGroupRows; grp += 8) {
+        gemm_x16(g, repacked_type(c.type))(packed.get() + size_t(grp) * group_bytes,
+                                           std::min<int64_t>(8, rows / kGroupRows - grp), nb, act.data(),
+                                           act_row, n_cols, out.data() + grp * kGroupRows, size_t(rows));
       }
     }
     benchmark::DoNotOptimize(out.data());

@@ -102,9 +102,10 @@ std::vector<float> activations(int64_t n, int64_t k, int pattern, std::mt19937& 
   return x;
 }
 
-// Runs table g on one group: n_cols columns of activations, outputs [n_cols][16].
+// Runs table g on n_groups consecutive groups at w (one call): n_cols columns of
+// activations, outputs [n_cols][16 * n_groups].
 std::vector<float> run(const GemmKernels& g, const X16Layout& l, const std::vector<uint8_t>& w,
-                       int64_t nb, const std::vector<float>& x, int64_t n_cols) {
+                       int64_t nb, const std::vector<float>& x, int64_t n_cols, int64_t n_groups = 1) {
   const int64_t k = nb * l.block;
   const bool k_quant = l.block == 256;
   const size_t act_row =
@@ -118,8 +119,9 @@ std::vector<float> run(const GemmKernels& g, const X16Layout& l, const std::vect
                      cpu::x16_zero_point(l.type));
     }
   }
-  std::vector<float> out(static_cast<size_t>(n_cols * kGroupRows));
-  cpu::gemm_x16(g, l.type)(w.data(), nb, act.data(), act_row, n_cols, out.data(), kGroupRows);
+  const size_t stride = size_t(n_groups * kGroupRows);
+  std::vector<float> out(static_cast<size_t>(n_cols) * stride);
+  cpu::gemm_x16(g, l.type)(w.data(), n_groups, nb, act.data(), act_row, n_cols, out.data(), stride);
   return out;
 }
 
@@ -165,6 +167,44 @@ TEST(GemmX16Test, QuantizedLayoutsMatchReferenceToTheBit) {
                                  std::to_string(pattern) + " nb " + std::to_string(nb) +
                                  " columns " + std::to_string(n));
             if (HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Several groups per call (decode reads two side by side, kernels/x86_avx2/gemm_x16.cpp):
+// every output is the reference's for its group alone, for even and odd group counts.
+TEST(GemmX16Test, SeveralGroupsPerCallMatchOneGroupOfTheReference) {
+  const GemmKernels& ref = cpu::reference::kGemmKernels;
+  std::mt19937 rng(13);
+  for (const GemmKernels* g : vector_levels()) {
+    for (const X16Layout& l : kLayouts) {
+      for (int64_t nb : {1, 2}) {
+        for (int64_t n_groups : {2, 3, 5}) {
+          std::vector<std::vector<uint8_t>> groups;
+          std::vector<uint8_t> all;
+          for (int64_t i = 0; i < n_groups; ++i) {
+            groups.push_back(weights(l, nb, int(i % 4), rng));
+            all.insert(all.end(), groups.back().begin(), groups.back().end());
+          }
+          for (int64_t n : {1, 2, 3, 9}) {
+            const std::vector<float> x = activations(n, nb * l.block, int(n % 2), rng);
+            const std::vector<float> got = run(*g, l, all, nb, x, n, n_groups);
+            for (int64_t i = 0; i < n_groups; ++i) {
+              const std::vector<float> want = run(ref, l, groups[size_t(i)], nb, x, n);
+              std::vector<float> mine;
+              for (int64_t c = 0; c < n; ++c) {
+                const auto* row = got.data() + c * n_groups * kGroupRows + i * kGroupRows;
+                mine.insert(mine.end(), row, row + kGroupRows);
+              }
+              expect_same_bits(mine, want,
+                               std::string(cpu::isa_name(g->isa)) + " " + std::string(dtype_name(l.type)) +
+                                   " nb " + std::to_string(nb) + " group " + std::to_string(i) + " of " +
+                                   std::to_string(n_groups) + " columns " + std::to_string(n));
+              if (HasFatalFailure()) return;
+            }
           }
         }
       }

@@ -29,11 +29,24 @@ namespace tessera::cpu {
 using QuantizeX16Fn = void (*)(const float* x, void* y, int64_t n, int32_t zero_point);
 /// Quantizes n floats (a multiple of 256) into BlockQ8KX blocks.
 using QuantizeKX16Fn = void (*)(const float* x, void* y, int64_t n);
-/// One group of 16 interleaved weight rows (nb blocks or super-blocks) times n_cols activation rows of
-/// BlockQ8X (row c at act + c * act_stride bytes): writes dst[c * dst_stride + r] for
-/// r < 16.
-using GemmX16Fn = void (*)(const void* w, int64_t nb, const void* act, size_t act_stride,
-                           int64_t n_cols, float* dst, size_t dst_stride);
+/// n_groups consecutive groups of 16 interleaved weight rows (nb blocks or super-blocks
+/// each; group g starts g * 16 * nb * (the type's block bytes) after w) times n_cols
+/// activation rows of BlockQ8X / BlockQ8KX (row c at act + c * act_stride bytes): writes
+/// dst[c * dst_stride + 16 * g + r] for r < 16. Several groups per call let decode read
+/// more than one stream at a time (kernels/x86_avx2/gemm_x16.cpp, "Decode in pairs").
+using GemmX16Fn = void (*)(const void* w, int64_t n_groups, int64_t nb, const void* act,
+                           size_t act_stride, int64_t n_cols, float* dst, size_t dst_stride);
+
+/// A GemmX16Fn made of a kernel that does one group per call (one(w, nb, act, act_stride,
+/// n_cols, dst, dst_stride)); kBlockBytes: the type's bytes per block of one row.
+template <auto one, size_t kBlockBytes>
+void each_group(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
+                int64_t n_cols, float* dst, size_t dst_stride) {
+  const size_t group_bytes = size_t(16 * nb) * kBlockBytes;
+  for (int64_t g = 0; g < n_groups; ++g)
+    one(static_cast<const char*>(w) + size_t(g) * group_bytes, nb, act, act_stride, n_cols, dst + 16 * g,
+        dst_stride);
+}
 
 /// One group of 16 interleaved F16 rows of k elements times n_cols float rows (row c at
 /// x + c * x_stride floats): writes dst[c * dst_stride + r] for r < 16.

@@ -84,8 +84,9 @@ void for_each_tile(int64_t n_cols, Tile tile) {
 // matrix, interleaved runs, GB/s: AVX2 11.6 -> 15.2 without it, AVX-512 13.3 -> 15.5 (a
 // plain read loop: 17). So the Q4_0 decode tiles take it where the CPU is AMD's (where it
 // was measured to pay) and leave it out elsewhere; TESSERA_DECODE_L1=0|1 forces either,
-// to measure a new machine. The k-quant and F16 tiles keep it: on that Xeon their streams
-// did not move either way.
+// to measure a new machine. The F16 tiles keep it: on that Xeon their streams did not
+// move either way. The AVX2 Q6_K decode pairs take it on AMD only too (faster without it
+// on the Xeon); the AVX-512 k-quant tiles keep it.
 template <typename V, size_t M>
 inline void through_l1(V (&w)[M]) {
   asm volatile("" : : "m"(w) : "memory");

@@ -142,17 +142,17 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
   const size_t dst_stride = size_t(node->ne[0]);
 
   auto run = [&](int64_t g0, int64_t g1, int64_t cs, int64_t ce) {
+    const char* x = act + size_t(cs) * l.act_row;
+    if (l.quantized) {  // one call for the run: decode may read several groups at once
+      const char* w = static_cast<const char*>(a->data) + size_t(g0) * group_bytes;
+      gemm_x16(kernels, a->type)(w, g1 - g0, k / (l.k_quant ? 256 : 32), x, l.act_row, ce - cs,
+                                 dst + size_t(cs) * dst_stride + size_t(g0 * kGroupRows), dst_stride);
+      return;
+    }
     for (int64_t g = g0; g < g1; ++g) {
       const char* w = static_cast<const char*>(a->data) + size_t(g) * group_bytes;
-      const char* x = act + size_t(cs) * l.act_row;
-      float* out = dst + size_t(cs) * dst_stride + size_t(g * kGroupRows);
-      if (l.quantized) {
-        gemm_x16(kernels, a->type)(w, k / (l.k_quant ? 256 : 32), x, l.act_row, ce - cs, out,
-                                   dst_stride);
-      } else {
-        kernels.gemm_f16_x16(w, k, reinterpret_cast<const float*>(x), size_t(k), ce - cs, out,
-                             dst_stride);
-      }
+      kernels.gemm_f16_x16(w, k, reinterpret_cast<const float*>(x), size_t(k), ce - cs,
+                           dst + size_t(cs) * dst_stride + size_t(g * kGroupRows), dst_stride);
     }
   };
   // Multiples of 24: whole tiles of both kernels (8 quantized columns, 12 float ones).

@@ -35,6 +35,7 @@
 #include "backend/cpu/kernels/x86_tile_loops.h"
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/repack.h"
+#include "quant/blocks.h"
 
 namespace tessera::cpu::avx2 {
 namespace {
@@ -55,6 +56,8 @@ constexpr int kMaxCols = 8;
 // from memory once).
 constexpr int kOnePassCols = 2;
 constexpr int kHalfRows = 8;
+// Groups a one-column call of the k-quant kernels reads side by side (decode_q4_K_groups).
+constexpr int kDecodeGroups = 2;
 
 // Runs a tile of N columns over halves: one pass with both (H = 2) for narrow tiles,
 // else two passes of one half (H = 1, starting at half h0).
@@ -240,6 +243,38 @@ inline void decode_q4_K(const uint8_t* words, Q4KScales& s) {
   s.m[3] = _mm256_shuffle_epi8(m_hi, pair_control(2, 3));
 }
 
+// Chunk i (64 elements at q) of one half against one column, word by word (nothing held
+// across words; the 16 unpacked registers of a chunk through L1 were slower: one core,
+// Xeon, in cache 20 -> 25 GB/s, streamed 9.0 -> 9.8; Q4_K_M tg64, 2 threads, 28.2 -> 30.4
+// t/s): isum + the chunk's two scaled sub-block dots.
+inline __m256i q4_K_chunk(const uint8_t* words, const int8_t* q, const Q4KScales& s, int i, __m256i isum) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  // The compiler would otherwise share the broadcasts between the halves and groups that
+  // meet the same activations, keeping 16 registers of them live across chunks, most
+  // spilled to the stack (in cache 33 -> 25 GB/s); broadcast from memory, they are loads.
+  asm volatile("" : "+r"(q));
+  __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
+  for (int w = 0; w < 8; ++w) {
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + w * 64));
+    slo = _mm256_add_epi16(slo, _mm256_maddubs_epi16(_mm256_and_si256(raw, low), bcast(q + 4 * w)));
+    shi = _mm256_add_epi16(shi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low),
+                                                     bcast(q + 32 + 4 * w)));
+  }
+  return _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(slo, s.sc[2 * i]),
+                                                 _mm256_madd_epi16(shi, s.sc[2 * i + 1])));
+}
+
+// The contract's two fmas of a super-block for one half and one column: acc plus the
+// scaled dots minus the scaled mins (activation sub-block sums against the mins).
+inline __m256 q4_K_block_end(__m256 acc, __m256i isum, const Q4KScales& s, const uint8_t* mb, int half,
+                             const BlockQ8KX& a) {
+  __m256i imin = _mm256_madd_epi16(s.m[0], _mm256_set1_epi32(a.sums32[0]));
+  for (int j = 1; j < 4; ++j) imin = _mm256_add_epi32(imin, _mm256_madd_epi16(s.m[j], _mm256_set1_epi32(a.sums32[j])));
+  const __m256 da = _mm256_set1_ps(a.d);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(scales8(mb + half * 16), da), acc);
+  return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(scales8(mb + 32 + half * 16), da), acc);
+}
+
 // One super-block of one half: isum[c] (scaled sub-block dots) for every column.
 // step(i) is called before chunk i (the decode tile's prefetch).
 template <int N, typename Step>
@@ -247,22 +282,10 @@ inline void q4_K_sums(const uint8_t* sb, const Q4KScales& s, const BlockQ8KX* co
                       __m256i (&isum)[N], Step step) {
   const __m256i low = _mm256_set1_epi8(0x0F);
   for (int c = 0; c < N; ++c) isum[c] = _mm256_setzero_si256();
-  // Decode: word by word, nothing held across words (the 16 unpacked registers of a chunk
-  // went through L1 instead). One core, Xeon: in cache 20 -> 25 GB/s, streamed 9.0 ->
-  // 9.8; Q4_K_M tg64, 2 threads, 28.2 -> 30.4 t/s.
   if constexpr (N == 1) {
     for (int i = 0; i < 4; ++i) {
       step(i);
-      const int8_t* q = a[0]->qs + 64 * i;
-      __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
-      for (int w = 0; w < 8; ++w) {
-        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + i * 512 + w * 64));
-        slo = _mm256_add_epi16(slo, _mm256_maddubs_epi16(_mm256_and_si256(raw, low), bcast(q + 4 * w)));
-        shi = _mm256_add_epi16(shi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low),
-                                                         bcast(q + 32 + 4 * w)));
-      }
-      isum[0] = _mm256_add_epi32(isum[0], _mm256_add_epi32(_mm256_madd_epi16(slo, s.sc[2 * i]),
-                                                           _mm256_madd_epi16(shi, s.sc[2 * i + 1])));
+      isum[0] = q4_K_chunk(sb + i * 512, a[0]->qs + 64 * i, s, i, isum[0]);
     }
     return;
   }
@@ -313,17 +336,7 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
         // Decode streams: the block's prefetch spread over its 8 chunks (x86_tile_loops.h).
         if constexpr (H == 2) x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, 4 * h + i, 8);
       });
-      const __m256 d = scales8(mb + half * 16);
-      const __m256 dmin = scales8(mb + 32 + half * 16);
-      for (int c = 0; c < N; ++c) {
-        const BlockQ8KX& a = *cols[c];
-        __m256i imin = _mm256_madd_epi16(s.m[0], _mm256_set1_epi32(a.sums32[0]));
-        for (int j = 1; j < 4; ++j)
-          imin = _mm256_add_epi32(imin, _mm256_madd_epi16(s.m[j], _mm256_set1_epi32(a.sums32[j])));
-        const __m256 da = _mm256_set1_ps(a.d);
-        acc[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d, da), acc[h][c]);
-        acc[h][c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, da), acc[h][c]);
-      }
+      for (int c = 0; c < N; ++c) acc[h][c] = q4_K_block_end(acc[h][c], isum[c], s, mb, half, *cols[c]);
     }
   }
   for (int h = 0; h < H; ++h) {
@@ -332,8 +345,51 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
   }
 }
 
-void gemm_q4_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
-               float* dst, size_t dst_stride) {
+// Decode in pairs: one column against G = kDecodeGroups groups at once, chunk by chunk
+// (512 bytes of each group in turn). Reading one stream, one core overlaps little of
+// these tiles' compute with its memory reads (docs/performance.md, "Session 11"); the
+// hardware prefetchers follow each group as a stream of its own, and two side by side
+// keep more lines in flight. One core of the Xeon, 256 MB in runs of 8 groups, GB/s:
+// 11.6-12.2 -> 14.0-14.3 (in cache 32.4-33.1 -> 31.1-31.8; three groups 11.5, four 14.0,
+// pairs without the software prefetch 11.7). Q4_0 and Q8_0 gained nothing that way
+// (14.5 -> 13.1-14.2) and stay one group at a time. Each output's operations and their
+// order are those of tile_q4_K.
+template <int G>
+void decode_q4_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
+  __m256 acc[G][2];
+  for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    Q4KScales s[G][2];
+    __m256i isum[G][2];
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* mb = w + g * group_bytes + nb * 2048 + b * 256;
+      for (int h = 0; h < 2; ++h) {
+        decode_q4_K(mb + 64 + h * 32, s[g][h]);
+        isum[g][h] = _mm256_setzero_si256();
+      }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        const uint8_t* quants = w + g * group_bytes;
+        x86::prefetch_stream_part(quants, size_t(b) * 2304, 2304, i, 4);
+        for (int h = 0; h < 2; ++h)
+          isum[g][h] = q4_K_chunk(quants + b * 2048 + i * 512 + h * 32, a[b].qs + 64 * i, s[g][h], i, isum[g][h]);
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* mb = w + g * group_bytes + nb * 2048 + b * 256;
+      for (int h = 0; h < 2; ++h) acc[g][h] = q4_K_block_end(acc[g][h], isum[g][h], s[g][h], mb, h, a[b]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(dst + g * kGroupRows + h * kHalfRows, acc[g][h]);
+  }
+}
+
+void gemm_q4_K_group(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+                     float* dst, size_t dst_stride) {
   const auto* quants = static_cast<const uint8_t*>(w);
   const uint8_t* meta = quants + nb * 2048;
   const auto* a = static_cast<const char*>(act);
@@ -344,6 +400,21 @@ void gemm_q4_K(const void* w, int64_t nb, const void* act, size_t act_stride, in
                                             dst + c * dst_stride, dst_stride);
     });
   });
+}
+
+void gemm_q4_K(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
+               int64_t n_cols, float* dst, size_t dst_stride) {
+  const auto* groups = static_cast<const uint8_t*>(w);
+  const size_t group_bytes = size_t(16 * nb) * sizeof(quant::BlockQ4_K);
+  int64_t g = 0;
+  if (n_cols == 1) {
+    constexpr int G = kDecodeGroups;
+    for (; g + G <= n_groups; g += G)
+      decode_q4_K_groups<G>(groups + size_t(g) * group_bytes, group_bytes, nb, static_cast<const BlockQ8KX*>(act),
+                            dst + g * kGroupRows);
+  }
+  for (; g < n_groups; ++g)
+    gemm_q4_K_group(groups + size_t(g) * group_bytes, nb, act, act_stride, n_cols, dst + g * kGroupRows, dst_stride);
 }
 
 // ---- Q6_K -----------------------------------------------------------------------------
@@ -401,6 +472,14 @@ inline __m256i sub_block_q6_K(const __m256i* op, const int8_t* q, __m256i sc) {
   return _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc));
 }
 
+// The -32 offset and the contract's fma of a super-block for one half and one column.
+inline __m256 q6_K_block_end(__m256 acc, __m256i isum, const Q6KScales& s, __m256 d, const BlockQ8KX& a) {
+  __m256i offset = _mm256_madd_epi16(s.pairs[0], _mm256_set1_epi32(a.sums16[0]));
+  for (int j = 1; j < 8; ++j) offset = _mm256_add_epi32(offset, _mm256_madd_epi16(s.pairs[j], _mm256_set1_epi32(a.sums16[j])));
+  const __m256i total = _mm256_sub_epi32(isum, _mm256_slli_epi32(offset, 5));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(d, _mm256_set1_ps(a.d)), acc);
+}
+
 template <int N, int H>
 void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, const char* act,
                size_t act_stride, float* dst, size_t dst_stride) {
@@ -438,16 +517,7 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
         }
       }
       const __m256 d = scales8(meta + b * 288 + 256 + half * 16);
-      for (int c = 0; c < N; ++c) {
-        const BlockQ8KX& a = *cols[c];
-        __m256i offset = _mm256_madd_epi16(s.pairs[0], _mm256_set1_epi32(a.sums16[0]));
-        for (int j = 1; j < 8; ++j)
-          offset = _mm256_add_epi32(offset,
-                                    _mm256_madd_epi16(s.pairs[j], _mm256_set1_epi32(a.sums16[j])));
-        const __m256i total = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(offset, 5));
-        acc[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total),
-                                    _mm256_mul_ps(d, _mm256_set1_ps(a.d)), acc[h][c]);
-      }
+      for (int c = 0; c < N; ++c) acc[h][c] = q6_K_block_end(acc[h][c], isum[c], s, d, *cols[c]);
     }
   }
   for (int h = 0; h < H; ++h) {
@@ -456,8 +526,60 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
   }
 }
 
-void gemm_q6_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
-               float* dst, size_t dst_stride) {
+// Decode in pairs, as decode_q4_K_groups: quarter by quarter, both halves of each group
+// in turn. Each output's operations and their order are those of tile_q6_K. The L1
+// round trip of the assembled quants (x86::decode_through_l1) only where the CPU is
+// AMD's: on the Xeon the pairs run faster without it (one core, in cache 16 -> 18.5
+// GB/s, streamed 12.3-12.7 -> 12.8-13.3).
+template <int G, bool kL1>
+void decode_q6_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
+  constexpr size_t kShare = 3072 + 288;  // quants + meta
+  __m256 acc[G][2];
+  for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    Q6KScales s[G][2];
+    __m256i isum[G][2];
+    for (int g = 0; g < G; ++g) {
+      for (int h = 0; h < 2; ++h) {
+        decode_q6_K(w + g * group_bytes + nb * 3072 + b * 288, h, s[g][h]);
+        isum[g][h] = _mm256_setzero_si256();
+      }
+    }
+    for (int p = 0; p < 2; ++p) {
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {  // unrolled: each quarter k assembles its quants its own way
+        const int sub = 8 * p + 2 * k;
+        for (int g = 0; g < G; ++g) {
+          const uint8_t* quants = w + g * group_bytes;
+          x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, 4 * p + k, 8);
+          for (int h = 0; h < 2; ++h) {
+            __m256i op[8];
+            const uint8_t* sb = quants + b * 3072 + h * 32;
+            asm volatile("" : "+r"(sb));  // one base register, not an induction variable per word
+            load_q6_K_quarter(sb, p, k, op);
+            if constexpr (kL1) through_l1(op);
+            const int8_t* q = a[b].qs + 128 * p + 32 * k;
+            asm volatile("" : "+r"(q));  // as in q4_K_chunk: broadcasts are loads, not registers
+            isum[g][h] = _mm256_add_epi32(isum[g][h], _mm256_add_epi32(sub_block_q6_K(op, q, s[g][h].sc[sub]),
+                                                                       sub_block_q6_K(op + 4, q + 16, s[g][h].sc[sub + 1])));
+          }
+        }
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      for (int h = 0; h < 2; ++h) {
+        const __m256 d = scales8(w + g * group_bytes + nb * 3072 + b * 288 + 256 + h * 16);
+        acc[g][h] = q6_K_block_end(acc[g][h], isum[g][h], s[g][h], d, a[b]);
+      }
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(dst + g * kGroupRows + h * kHalfRows, acc[g][h]);
+  }
+}
+
+void gemm_q6_K_group(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+                     float* dst, size_t dst_stride) {
   const auto* quants = static_cast<const uint8_t*>(w);
   const uint8_t* meta = quants + nb * 3072;
   const auto* a = static_cast<const char*>(act);
@@ -468,6 +590,28 @@ void gemm_q6_K(const void* w, int64_t nb, const void* act, size_t act_stride, in
                                             dst + c * dst_stride, dst_stride);
     });
   });
+}
+
+void gemm_q6_K(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
+               int64_t n_cols, float* dst, size_t dst_stride) {
+  const auto* groups = static_cast<const uint8_t*>(w);
+  const size_t group_bytes = size_t(16 * nb) * sizeof(quant::BlockQ6_K);
+  int64_t g = 0;
+  if (n_cols == 1) {
+    constexpr int G = kDecodeGroups;
+    const auto* a = static_cast<const BlockQ8KX*>(act);
+    const bool l1 = x86::decode_through_l1();
+    for (; g + G <= n_groups; g += G) {
+      const uint8_t* wg = groups + size_t(g) * group_bytes;
+      if (l1) {
+        decode_q6_K_groups<G, true>(wg, group_bytes, nb, a, dst + g * kGroupRows);
+      } else {
+        decode_q6_K_groups<G, false>(wg, group_bytes, nb, a, dst + g * kGroupRows);
+      }
+    }
+  }
+  for (; g < n_groups; ++g)
+    gemm_q6_K_group(groups + size_t(g) * group_bytes, nb, act, act_stride, n_cols, dst + g * kGroupRows, dst_stride);
 }
 
 // ---- F16 ------------------------------------------------------------------------------
@@ -608,8 +752,8 @@ void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t
 const GemmKernels kGemmKernels = {
     .isa = Isa::Avx2,
     .quantize_q8x = x86::quantize_q8x<kQuantKernels>,
-    .gemm_q4_0_x16 = gemm<256, true>,
-    .gemm_q8_0_x16 = gemm<512, false>,
+    .gemm_q4_0_x16 = each_group<gemm<256, true>, sizeof(quant::BlockQ4_0)>,
+    .gemm_q8_0_x16 = each_group<gemm<512, false>, sizeof(quant::BlockQ8_0)>,
     .gemm_f16_x16 = gemm_f16,
     .quantize_q8kx = x86::quantize_q8kx<kQuantKernels>,
     .gemm_q4_K_x16 = gemm_q4_K,

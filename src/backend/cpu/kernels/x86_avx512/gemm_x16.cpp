@@ -378,12 +378,12 @@ void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t
 const GemmKernels kGemmKernels = {
     .isa = Isa::Avx512,
     .quantize_q8x = x86::quantize_q8x<kQuantKernels>,
-    .gemm_q4_0_x16 = gemm<256, true>,
-    .gemm_q8_0_x16 = gemm<512, false>,
+    .gemm_q4_0_x16 = each_group<gemm<256, true>, sizeof(quant::BlockQ4_0)>,
+    .gemm_q8_0_x16 = each_group<gemm<512, false>, sizeof(quant::BlockQ8_0)>,
     .gemm_f16_x16 = gemm_f16,
     .quantize_q8kx = x86::quantize_q8kx<kQuantKernels>,
-    .gemm_q4_K_x16 = gemm_q4_K,
-    .gemm_q6_K_x16 = gemm_q6_K,
+    .gemm_q4_K_x16 = each_group<gemm_q4_K, sizeof(quant::BlockQ4_K)>,
+    .gemm_q6_K_x16 = each_group<gemm_q6_K, sizeof(quant::BlockQ6_K)>,
 };
 
 }  // namespace tessera::cpu::avx512
