@@ -19,6 +19,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/gemm_kernels.h"
@@ -115,18 +116,23 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g, int64_t r
 }
 
 [[maybe_unused]] const bool kRegistered = [] {
-  for (Isa isa : {Isa::Reference, Isa::Avx2, Isa::Avx512}) {
-    const GemmKernels* g = gemm_kernels_for(isa);
+  const std::pair<const GemmKernels*, std::string> tables[] = {
+      {gemm_kernels_for(Isa::Reference), "reference"},
+      {gemm_kernels_avx2(false), "avx2"},
+      {gemm_kernels_avx2(true), "avx2vnni"},
+      {gemm_kernels_for(Isa::Avx512), "avx512"}};
+  for (const auto& [g, level] : tables) {
     if (g == nullptr) continue;
+    const Isa isa = g->isa;
     for (const Case& c : kCases) {
-      const std::string name = "gemm_x16/" + std::string(dtype_name(c.type)) + "/" + std::string(isa_name(isa));
+      const std::string name = "gemm_x16/" + std::string(dtype_name(c.type)) + "/" + level;
       benchmark::RegisterBenchmark(name.c_str(), [&c, g](benchmark::State& s) { run(s, c, *g, kRows); })
           ->Arg(1)
           ->Arg(64);
       if (isa == Isa::Reference) continue;
       const int64_t stream_rows = int64_t(kStreamBytes / double(kK / c.block_elems) / double(c.block_bytes)) /
                                   kGroupRows * kGroupRows;
-      const std::string stream = "gemm_x16_stream/" + std::string(dtype_name(c.type)) + "/" + std::string(isa_name(isa));
+      const std::string stream = "gemm_x16_stream/" + std::string(dtype_name(c.type)) + "/" + level;
       benchmark::RegisterBenchmark(stream.c_str(), [&c, g, stream_rows](benchmark::State& s) { run(s, c, *g, stream_rows); })
           ->Arg(1)
           ->Unit(benchmark::kMillisecond);

@@ -142,13 +142,18 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
   }
 }
 
-// The vector levels this CPU runs that have a table.
+// The vector tables this CPU runs: AVX2 without and with AVX-VNNI, AVX-512.
 std::vector<const GemmKernels*> vector_levels() {
   std::vector<const GemmKernels*> levels;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
-    if (const GemmKernels* g = cpu::gemm_kernels_for(isa)) levels.push_back(g);
+  for (const GemmKernels* g : {cpu::gemm_kernels_avx2(false), cpu::gemm_kernels_avx2(true),
+                               cpu::gemm_kernels_for(Isa::Avx512)}) {
+    if (g != nullptr) levels.push_back(g);
   }
   return levels;
+}
+
+std::string level_name(const GemmKernels* g) {
+  return g == cpu::gemm_kernels_avx2(true) ? "avx2+vnni" : std::string(cpu::isa_name(g->isa));
 }
 
 TEST(GemmX16Test, QuantizedLayoutsMatchReferenceToTheBit) {
@@ -162,7 +167,7 @@ TEST(GemmX16Test, QuantizedLayoutsMatchReferenceToTheBit) {
           for (int64_t n = 1; n <= 13; ++n) {
             const std::vector<float> x = activations(n, nb * l.block, pattern, rng);
             expect_same_bits(run(*g, l, w, nb, x, n), run(ref, l, w, nb, x, n),
-                             std::string(cpu::isa_name(g->isa)) + " " +
+                             level_name(g) + " " +
                                  std::string(dtype_name(l.type)) + " pattern " +
                                  std::to_string(pattern) + " nb " + std::to_string(nb) +
                                  " columns " + std::to_string(n));
@@ -200,7 +205,7 @@ TEST(GemmX16Test, SeveralGroupsPerCallMatchOneGroupOfTheReference) {
                 mine.insert(mine.end(), row, row + kGroupRows);
               }
               expect_same_bits(mine, want,
-                               std::string(cpu::isa_name(g->isa)) + " " + std::string(dtype_name(l.type)) +
+                               level_name(g) + " " + std::string(dtype_name(l.type)) +
                                    " nb " + std::to_string(nb) + " group " + std::to_string(i) + " of " +
                                    std::to_string(n_groups) + " columns " + std::to_string(n));
               if (HasFatalFailure()) return;
@@ -226,7 +231,7 @@ TEST(GemmX16Test, F16MatchesReferenceToTheBit) {
         std::vector<float> x(static_cast<size_t>(n * k));
         for (float& v : x) v = dist(rng);
         expect_same_bits(run_f16(*g, w, k, x, n), run_f16(ref, w, k, x, n),
-                         std::string(cpu::isa_name(g->isa)) + " F16 k " + std::to_string(k) +
+                         level_name(g) + " F16 k " + std::to_string(k) +
                              " columns " + std::to_string(n));
         if (HasFatalFailure()) return;
       }

@@ -1,5 +1,12 @@
-// Hands out the _X16 GEMM table of a vector level (only levels this CPU runs).
+// Hands out the _X16 GEMM table of a vector level (only levels this CPU runs), and for
+// the AVX2 level its AVX-VNNI variant where the CPU has that.
 #include "backend/cpu/gemm_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+#include <cstdlib>
+#include <cstring>
 
 #include "core/check.h"
 #include "tessera/dtype.h"
@@ -22,13 +29,44 @@ GemmX16Fn gemm_x16(const GemmKernels& k, DType x16) {
   }
 }
 
+namespace {
+
+// AVX-VNNI: cpuid leaf 7, sub-leaf 1, EAX bit 4 (read once: a cpuid instruction exits to
+// the hypervisor in a virtual machine, and the tables are looked up per op and thread).
+bool cpu_has_avx_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool yes = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return isa_supported(Isa::Avx2) && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
+  }();
+  return yes;
+#else
+  return false;
+#endif
+}
+
+bool use_avx_vnni() {
+  static const bool yes = [] {
+    const char* env = std::getenv("TESSERA_AVX_VNNI");
+    return cpu_has_avx_vnni() && !(env != nullptr && std::strcmp(env, "0") == 0);
+  }();
+  return yes;
+}
+
+}  // namespace
+
+const GemmKernels* gemm_kernels_avx2(bool vnni) {
+  if (vnni) return cpu_has_avx_vnni() ? &avx2_vnni::kGemmKernels : nullptr;
+  return isa_supported(Isa::Avx2) ? &avx2::kGemmKernels : nullptr;
+}
+
 const GemmKernels* gemm_kernels_for(Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {
     case Isa::Reference:
       return &reference::kGemmKernels;
     case Isa::Avx2:
-      return &avx2::kGemmKernels;
+      return gemm_kernels_avx2(use_avx_vnni());
     case Isa::Avx512:
       return &avx512::kGemmKernels;
   }

@@ -69,8 +69,13 @@ GemmX16Fn gemm_x16(const GemmKernels& k, DType x16);
 
 /// The kernels of the active vector level, or the reference ones where it has none.
 const GemmKernels& gemm_kernels();
-/// A level's table, or null where the CPU lacks it or the level has no such kernels.
+/// A level's table, or null where the CPU lacks it or the level has no such kernels. For
+/// the AVX2 level on a CPU with AVX-VNNI that is the avx2_vnni table, unless
+/// TESSERA_AVX_VNNI=0.
 const GemmKernels* gemm_kernels_for(Isa isa);
+/// The AVX2 level's table without AVX-VNNI (null where the CPU lacks AVX2) and with it
+/// (null where it lacks AVX-VNNI), whatever TESSERA_AVX_VNNI says: for tests and benchmarks.
+const GemmKernels* gemm_kernels_avx2(bool vnni);
 /// True when the active level has fast _X16 kernels, i.e. repacking weights pays off.
 bool fast_gemm_available();
 
@@ -78,6 +83,9 @@ namespace reference {
 extern const GemmKernels kGemmKernels;
 }
 namespace avx2 {
+extern const GemmKernels kGemmKernels;
+}
+namespace avx2_vnni {  // the AVX2 kernels with vpdpbusd (AVX-VNNI), same bits
 extern const GemmKernels kGemmKernels;
 }
 namespace avx512 {

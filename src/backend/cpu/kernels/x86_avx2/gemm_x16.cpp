@@ -19,6 +19,12 @@
 //
 // Compiled with per-file target flags, reached only through gemm_dispatch.cpp; the loops
 // and helpers it shares with the AVX-512 file are in kernels/x86_tile_loops.h.
+//
+// AVX-VNNI (vpdpbusd on ymm: Intel Alder Lake and later, some AMD client parts) is a
+// variant of this level, not a level of its own: kernels/x86_avx2/gemm_x16_vnni.cpp
+// compiles this file again with -mavxvnni, where __AVXVNNI__ turns the vpmaddubsw /
+// vpmaddwd sums below into vpdpbusd (same integer sums, so the same bits), and
+// gemm_dispatch.cpp hands that table out for the AVX2 level on CPUs that have it.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #ifndef __clang__  // a GCC-only warning
@@ -37,7 +43,12 @@
 #include "backend/cpu/repack.h"
 #include "quant/blocks.h"
 
+#ifdef __AVXVNNI__
+namespace tessera::cpu::avx2_vnni {
+using avx2::kQuantKernels;  // the activation quantizers are the AVX2 level's
+#else
 namespace tessera::cpu::avx2 {
+#endif
 namespace {
 
 // Columns per tile of the integer kernels: 8 weight registers (the half's unpacked words
@@ -99,10 +110,16 @@ inline void load_q4_0(const uint8_t* q, __m256i (&w)[8]) {
 }
 
 inline __m256i block_sum_q4_0(const __m256i (&w)[8], const BlockQ8X& a) {
+#ifdef __AVXVNNI__
+  __m256i s = _mm256_set1_epi32(a.bias);
+  for (int j = 0; j < 8; ++j) s = _mm256_dpbusd_avx_epi32(s, w[j], bcast(a.qs + 4 * j));
+  return s;
+#else
   __m256i s16 = _mm256_maddubs_epi16(w[0], bcast(a.qs));
   for (int j = 1; j < 8; ++j)
     s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[j], bcast(a.qs + 4 * j)));
   return _mm256_add_epi32(_mm256_set1_epi32(a.bias), _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+#endif
 }
 
 // Q8_0: bytes are u = q + 128 (0..255), and 255 * 127 * 2 would saturate vpmaddubsw.
@@ -119,6 +136,15 @@ inline __m256i block_sum_q4_0(const __m256i (&w)[8], const BlockQ8X& a) {
 // 64 columns in cache: 59 -> 62 GMAC/s; one column: 45 -> 50.
 template <int N>
 inline void block_sums_q8_0(const uint8_t* q, const BlockQ8X* const (&cols)[N], int64_t b, __m256i (&s)[N]) {
+#ifdef __AVXVNNI__
+  // The unsigned bytes u meet the activations directly: bias + sum(u a), the contract's
+  // sum itself.
+  for (int c = 0; c < N; ++c) s[c] = _mm256_set1_epi32(cols[c][b].bias);
+  for (int j = 0; j < 8; ++j) {
+    const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + j * 64));
+    for (int c = 0; c < N; ++c) s[c] = _mm256_dpbusd_avx_epi32(s[c], u, bcast(cols[c][b].qs + 4 * j));
+  }
+#else
   const __m256i flip = _mm256_set1_epi8(char(0x80));
   const __m256i ones = _mm256_set1_epi16(1);
   for (int c = 0; c < N; ++c) s[c] = _mm256_setzero_si256();
@@ -130,6 +156,7 @@ inline void block_sums_q8_0(const uint8_t* q, const BlockQ8X* const (&cols)[N], 
       s[c] = _mm256_add_epi32(s[c], _mm256_madd_epi16(p, ones));
     }
   }
+#endif
 }
 
 // acc = fma(float(sum), dw * da, acc): the contract's order.
@@ -204,8 +231,11 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
 // about 3.1e7). The mins meet the activation sub-block sums (int16 pairs, |.| <= 32 * 127)
 // with vpmaddwd.
 
+//
+// With AVX-VNNI each column's sub-block dot is a vpdpbusd sum in int32 (<= 32 * 15 * 127)
+// and vpmulld scales it; the scales are then int32 lanes.
 struct Q4KScales {
-  __m256i sc[8];  // sub-block scale j as the int16 pair (sc_j, sc_j) of each row
+  __m256i sc[8];  // sub-block scale j as the int16 pair (sc_j, sc_j) of each row (VNNI: int32)
   __m256i m[4];   // mins of sub-blocks 2j, 2j + 1 as an int16 pair
 };
 
@@ -216,6 +246,13 @@ inline __m256i pair_control(int lo, int hi) {
                           z, char(8 + hi), z, char(12 + lo), z, char(12 + hi), z, char(lo), z,
                           char(hi), z, char(4 + lo), z, char(4 + hi), z, char(8 + lo), z,
                           char(8 + hi), z, char(12 + lo), z, char(12 + hi), z);
+}
+
+// vpshufb control taking byte j of each int32 lane into the whole lane (zero-extended).
+inline __m256i int32_control(int j) {
+  const auto z = char(0x80);
+  const __m128i half = _mm_setr_epi8(char(j), z, z, z, char(4 + j), z, z, z, char(8 + j), z, z, z, char(12 + j), z, z, z);
+  return _mm256_set_m128i(half, half);
 }
 
 inline void decode_q4_K(const uint8_t* words, Q4KScales& s) {
@@ -233,7 +270,11 @@ inline void decode_q4_K(const uint8_t* words, Q4KScales& s) {
   const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), low4),
                                        _mm256_srli_epi32(_mm256_and_si256(w1, top2), 2));
   for (int j = 0; j < 4; ++j) {
+#ifdef __AVXVNNI__
+    const __m256i dup = int32_control(j);
+#else
     const __m256i dup = pair_control(j, j);
+#endif
     s.sc[j] = _mm256_shuffle_epi8(sc_lo, dup);
     s.sc[4 + j] = _mm256_shuffle_epi8(sc_hi, dup);
   }
@@ -241,6 +282,24 @@ inline void decode_q4_K(const uint8_t* words, Q4KScales& s) {
   s.m[1] = _mm256_shuffle_epi8(m_lo, pair_control(2, 3));
   s.m[2] = _mm256_shuffle_epi8(m_hi, pair_control(0, 1));
   s.m[3] = _mm256_shuffle_epi8(m_hi, pair_control(2, 3));
+}
+
+// A sub-block's running dot of nibbles with activation bytes: int16 lanes (vpmaddubsw,
+// bounds above), with AVX-VNNI int32 ones (vpdpbusd); scaled() widens it times the scale.
+inline __m256i sub_sum(__m256i sum, __m256i nibbles, __m256i a) {
+#ifdef __AVXVNNI__
+  return _mm256_dpbusd_avx_epi32(sum, nibbles, a);
+#else
+  return _mm256_add_epi16(sum, _mm256_maddubs_epi16(nibbles, a));
+#endif
+}
+
+inline __m256i scaled(__m256i sum, __m256i sc) {
+#ifdef __AVXVNNI__
+  return _mm256_mullo_epi32(sum, sc);
+#else
+  return _mm256_madd_epi16(sum, sc);
+#endif
 }
 
 // Chunk i (64 elements at q) of one half against one column, word by word (nothing held
@@ -256,12 +315,10 @@ inline __m256i q4_K_chunk(const uint8_t* words, const int8_t* q, const Q4KScales
   __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
   for (int w = 0; w < 8; ++w) {
     const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + w * 64));
-    slo = _mm256_add_epi16(slo, _mm256_maddubs_epi16(_mm256_and_si256(raw, low), bcast(q + 4 * w)));
-    shi = _mm256_add_epi16(shi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low),
-                                                     bcast(q + 32 + 4 * w)));
+    slo = sub_sum(slo, _mm256_and_si256(raw, low), bcast(q + 4 * w));
+    shi = sub_sum(shi, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low), bcast(q + 32 + 4 * w));
   }
-  return _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(slo, s.sc[2 * i]),
-                                                 _mm256_madd_epi16(shi, s.sc[2 * i + 1])));
+  return _mm256_add_epi32(isum, _mm256_add_epi32(scaled(slo, s.sc[2 * i]), scaled(shi, s.sc[2 * i + 1])));
 }
 
 // The contract's two fmas of a super-block for one half and one column: acc plus the
@@ -300,15 +357,12 @@ inline void q4_K_sums(const uint8_t* sb, const Q4KScales& s, const BlockQ8KX* co
     }
     for (int c = 0; c < N; ++c) {
       const int8_t* q = a[c]->qs + 64 * i;
-      __m256i slo = _mm256_maddubs_epi16(lo[0], bcast(q));
-      __m256i shi = _mm256_maddubs_epi16(hi[0], bcast(q + 32));
-      for (int w = 1; w < 8; ++w) {
-        slo = _mm256_add_epi16(slo, _mm256_maddubs_epi16(lo[w], bcast(q + 4 * w)));
-        shi = _mm256_add_epi16(shi, _mm256_maddubs_epi16(hi[w], bcast(q + 32 + 4 * w)));
+      __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
+      for (int w = 0; w < 8; ++w) {
+        slo = sub_sum(slo, lo[w], bcast(q + 4 * w));
+        shi = sub_sum(shi, hi[w], bcast(q + 32 + 4 * w));
       }
-      isum[c] =
-          _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(slo, s.sc[2 * i]),
-                                                     _mm256_madd_epi16(shi, s.sc[2 * i + 1])));
+      isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(scaled(slo, s.sc[2 * i]), scaled(shi, s.sc[2 * i + 1])));
     }
   }
 }
@@ -427,7 +481,7 @@ void gemm_q4_K(const void* w, int64_t n_groups, int64_t nb, const void* act, siz
 // (|.| <= 16 * 127). |isum| <= 16 * 128 * 16 * 63 * 127 (about 2.6e8) < 2^31.
 
 struct Q6KScales {
-  __m256i sc[16];    // sub-block scale as the int16 pair (sc, sc) of each row
+  __m256i sc[16];    // sub-block scale as the int16 pair (sc, sc) of each row (VNNI: int32)
   __m256i pairs[8];  // scales of sub-blocks 2j, 2j + 1 as an int16 pair
 };
 
@@ -437,7 +491,11 @@ inline void decode_q6_K(const uint8_t* meta, int half, Q6KScales& s) {
   for (int j = 0; j < 16; ++j) {
     sc32[j] = _mm256_cvtepi8_epi32(
         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(meta + 16 * j + half * kHalfRows)));
+#ifdef __AVXVNNI__
+    s.sc[j] = sc32[j];
+#else
     s.sc[j] = _mm256_or_si256(_mm256_and_si256(sc32[j], low16), _mm256_slli_epi32(sc32[j], 16));
+#endif
   }
   for (int j = 0; j < 8; ++j) {
     s.pairs[j] = _mm256_or_si256(_mm256_and_si256(sc32[2 * j], low16),
@@ -465,11 +523,17 @@ inline void load_q6_K_quarter(const uint8_t* sb, int p, int k, __m256i (&op)[8])
 
 // sc * (dot of one 16-element sub-block): words op[0..3] against activation words q.
 inline __m256i sub_block_q6_K(const __m256i* op, const int8_t* q, __m256i sc) {
+#ifdef __AVXVNNI__
+  __m256i s = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), op[0], bcast(q));
+  for (int w = 1; w < 4; ++w) s = _mm256_dpbusd_avx_epi32(s, op[w], bcast(q + 4 * w));
+  return _mm256_mullo_epi32(s, sc);  // |s| <= 16 * 63 * 127
+#else
   const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(op[0], bcast(q)),
                                        _mm256_maddubs_epi16(op[1], bcast(q + 4)));
   const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(op[2], bcast(q + 8)),
                                        _mm256_maddubs_epi16(op[3], bcast(q + 12)));
   return _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc));
+#endif
 }
 
 // The -32 offset and the contract's fma of a super-block for one half and one column.
@@ -760,4 +824,4 @@ const GemmKernels kGemmKernels = {
     .gemm_q6_K_x16 = gemm_q6_K,
 };
 
-}  // namespace tessera::cpu::avx2
+}  // namespace tessera::cpu::avx2 (or avx2_vnni)
