@@ -162,6 +162,58 @@ inline __m512i dp_words(__m512i acc, const __m512i* w, const int32_t* words) {
   return acc;
 }
 
+// One column's chunk i (64 elements at q) of a decode tile: isum + the two scaled
+// sub-block dots, the unpacked nibbles through L1 (x86::through_l1).
+inline __m512i q4_K_chunk(const uint8_t* words, const int8_t* q, const Q4KScales& s, int i, __m512i isum) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  __m512i lo[8], hi[8];
+  for (int w = 0; w < 8; ++w) {
+    const __m512i raw = _mm512_loadu_si512(words + w * 64);
+    lo[w] = _mm512_and_si512(raw, low);
+    hi[w] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+  }
+  through_l1(lo);
+  through_l1(hi);
+  const auto* q32 = reinterpret_cast<const int32_t*>(q);
+  const __m512i sa = dp_words(_mm512_setzero_si512(), lo, q32);
+  const __m512i sb = dp_words(_mm512_setzero_si512(), hi, q32 + 8);
+  return _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(sa, s.sc[2 * i]),
+                                                 _mm512_mullo_epi32(sb, s.sc[2 * i + 1])));
+}
+
+// Decode in pairs, as the AVX2 level's decode_q4_K_groups (kernels/x86_avx2/gemm_x16.cpp):
+// two groups read side by side, chunk by chunk, so that the hardware prefetchers follow
+// two streams. Each output's operations and their order are those of tile_q4_K.
+void decode_q4_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    Q4KScales s[2];
+    __m512i isum[2];
+    for (int g = 0; g < 2; ++g) {
+      s[g] = decode_q4_K(w + g * group_bytes + nb * 2048 + b * 256 + 64);
+      isum[g] = _mm512_setzero_si512();
+    }
+    for (int i = 0; i < 4; ++i) {
+      for (int g = 0; g < 2; ++g) {
+        const uint8_t* quants = w + g * group_bytes;
+        x86::prefetch_stream_part(quants, size_t(b) * 2304, 2304, i, 4);
+        isum[g] = q4_K_chunk(quants + b * 2048 + i * 512, a[b].qs + 64 * i, s[g], i, isum[g]);
+      }
+    }
+    for (int g = 0; g < 2; ++g) {
+      const uint8_t* mb = w + g * group_bytes + nb * 2048 + b * 256;
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb)));
+      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb + 32)));
+      __m512i imin = _mm512_setzero_si512();
+      for (int j = 0; j < 4; ++j) imin = _mm512_dpwssd_epi32(imin, s[g].m[j], _mm512_set1_epi32(a[b].sums32[j]));
+      const __m512 da = _mm512_set1_ps(a[b].d);
+      acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g]), _mm512_mul_ps(d, da), acc[g]);
+      acc[g] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, da), acc[g]);
+    }
+  }
+  for (int g = 0; g < 2; ++g) _mm512_storeu_ps(dst + g * kGroupRows, acc[g]);
+}
+
 template <int N>
 void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const char* act,
                size_t act_stride, float* dst, size_t dst_stride) {
@@ -211,8 +263,8 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const cha
   for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, acc[c]);
 }
 
-void gemm_q4_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
-               float* dst, size_t dst_stride) {
+void gemm_q4_K_group(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+                     float* dst, size_t dst_stride) {
   const auto* quants = static_cast<const uint8_t*>(w);
   const uint8_t* meta = quants + nb * 2048;
   const auto* a = static_cast<const char*>(act);
@@ -220,6 +272,20 @@ void gemm_q4_K(const void* w, int64_t nb, const void* act, size_t act_stride, in
     tile_q4_K<decltype(n)::value>(quants, meta, nb, a + c * act_stride, act_stride,
                                   dst + c * dst_stride, dst_stride);
   });
+}
+
+void gemm_q4_K(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
+               int64_t n_cols, float* dst, size_t dst_stride) {
+  const auto* groups = static_cast<const uint8_t*>(w);
+  const size_t group_bytes = size_t(16 * nb) * sizeof(quant::BlockQ4_K);
+  int64_t g = 0;
+  if (n_cols == 1) {
+    for (; g + 2 <= n_groups; g += 2)
+      decode_q4_K_pair(groups + size_t(g) * group_bytes, group_bytes, nb, static_cast<const BlockQ8KX*>(act),
+                       dst + g * kGroupRows);
+  }
+  for (; g < n_groups; ++g)
+    gemm_q4_K_group(groups + size_t(g) * group_bytes, nb, act, act_stride, n_cols, dst + g * kGroupRows, dst_stride);
 }
 
 // ---- Q6_K -----------------------------------------------------------------------------
@@ -265,6 +331,46 @@ inline __m512i dp4(const __m512i* w, const int32_t* words) {
   return acc;
 }
 
+// Decode in pairs (see decode_q4_K_pair): quarter by quarter, the two groups in turn.
+// Each output's operations and their order are those of tile_q6_K.
+void decode_q6_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
+  constexpr size_t kShare = 3072 + 288;  // quants + meta
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    Q6KScales s[2];
+    __m512i isum[2];
+    for (int g = 0; g < 2; ++g) {
+      decode_q6_K(w + g * group_bytes + nb * 3072 + b * 288, s[g]);
+      isum[g] = _mm512_setzero_si512();
+    }
+    for (int h = 0; h < 2; ++h) {
+      for (int k = 0; k < 4; ++k) {
+        for (int g = 0; g < 2; ++g) {
+          const uint8_t* quants = w + g * group_bytes;
+          x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, 4 * h + k, 8);
+          const uint8_t* sb = quants + b * 3072;
+          asm volatile("" : "+r"(sb));  // one base register, not an induction variable per word
+          __m512i op[8];
+          load_q6_K_quarter(sb, h, k, op);
+          through_l1(op);
+          const auto* q = reinterpret_cast<const int32_t*>(a[b].qs) + 32 * h + 8 * k;
+          isum[g] = _mm512_add_epi32(isum[g], _mm512_add_epi32(_mm512_mullo_epi32(dp4(op, q), s[g].sc[8 * h + 2 * k]),
+                                                               _mm512_mullo_epi32(dp4(op + 4, q + 4), s[g].sc[8 * h + 2 * k + 1])));
+        }
+      }
+    }
+    for (int g = 0; g < 2; ++g) {
+      const __m512 d = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * group_bytes + nb * 3072 + b * 288 + 256)));
+      __m512i offset = _mm512_setzero_si512();
+      for (int j = 0; j < 8; ++j) offset = _mm512_dpwssd_epi32(offset, s[g].pairs[j], _mm512_set1_epi32(a[b].sums16[j]));
+      const __m512i total = _mm512_sub_epi32(isum[g], _mm512_slli_epi32(offset, 5));
+      acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(d, _mm512_set1_ps(a[b].d)), acc[g]);
+    }
+  }
+  for (int g = 0; g < 2; ++g) _mm512_storeu_ps(dst + g * kGroupRows, acc[g]);
+}
+
 template <int N>
 void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const char* act,
                size_t act_stride, float* dst, size_t dst_stride) {
@@ -308,8 +414,8 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const cha
   for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, acc[c]);
 }
 
-void gemm_q6_K(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
-               float* dst, size_t dst_stride) {
+void gemm_q6_K_group(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t n_cols,
+                     float* dst, size_t dst_stride) {
   const auto* quants = static_cast<const uint8_t*>(w);
   const uint8_t* meta = quants + nb * 3072;
   const auto* a = static_cast<const char*>(act);
@@ -317,6 +423,20 @@ void gemm_q6_K(const void* w, int64_t nb, const void* act, size_t act_stride, in
     tile_q6_K<decltype(n)::value>(quants, meta, nb, a + c * act_stride, act_stride,
                                   dst + c * dst_stride, dst_stride);
   });
+}
+
+void gemm_q6_K(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
+               int64_t n_cols, float* dst, size_t dst_stride) {
+  const auto* groups = static_cast<const uint8_t*>(w);
+  const size_t group_bytes = size_t(16 * nb) * sizeof(quant::BlockQ6_K);
+  int64_t g = 0;
+  if (n_cols == 1) {
+    for (; g + 2 <= n_groups; g += 2)
+      decode_q6_K_pair(groups + size_t(g) * group_bytes, group_bytes, nb, static_cast<const BlockQ8KX*>(act),
+                       dst + g * kGroupRows);
+  }
+  for (; g < n_groups; ++g)
+    gemm_q6_K_group(groups + size_t(g) * group_bytes, nb, act, act_stride, n_cols, dst + g * kGroupRows, dst_stride);
 }
 
 // F16: per element e, the 16 rows' halves convert with one instruction and meet each
@@ -382,8 +502,8 @@ const GemmKernels kGemmKernels = {
     .gemm_q8_0_x16 = each_group<gemm<512, false>, sizeof(quant::BlockQ8_0)>,
     .gemm_f16_x16 = gemm_f16,
     .quantize_q8kx = x86::quantize_q8kx<kQuantKernels>,
-    .gemm_q4_K_x16 = each_group<gemm_q4_K, sizeof(quant::BlockQ4_K)>,
-    .gemm_q6_K_x16 = each_group<gemm_q6_K, sizeof(quant::BlockQ6_K)>,
+    .gemm_q4_K_x16 = gemm_q4_K,
+    .gemm_q6_K_x16 = gemm_q6_K,
 };
 
 }  // namespace tessera::cpu::avx512
