@@ -484,7 +484,16 @@ TEST_F(ServerHttp, Embeddings) {
 TEST_F(ServerHttp, MetricsText) {
   Api a = api();
   ASSERT_EQ(a.post("/v1/chat/completions", chat_body("Hello", 3)).status, 200);
-  const Reply m = a.get("/metrics");
+  // httplib calls the request logger (which logs the line and counts the request) after
+  // it has written the response, so the client can ask before that: poll, bounded.
+  const std::string counted = "tessera_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"}";
+  Reply m = a.get("/metrics");
+  for (int i = 0; i < 100 && (m.text.find(counted) == std::string::npos ||
+                              server_->log().find("POST /v1/chat/completions 200 prompt=") == std::string::npos);
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    m = a.get("/metrics");
+  }
   ASSERT_EQ(m.status, 200);
   for (const char* s : {"tessera_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"}",
                         "tessera_prompt_tokens_total", "tessera_cached_tokens_total",
