@@ -4,7 +4,8 @@
 // attention.cpp) states the computation, AVX-512 (kernels/x86_avx512/attention.cpp) keeps
 // one query row per 512-bit lane, so K and V rows are read in their natural layout as
 // broadcast scalars and no transposes are needed. AVX2 (kernels/x86_avx2/attention.cpp)
-// does one row at a time with lanes over the head dimension. A level may also read an F16
+// keeps lanes over 8 cells (transposed keys) for the scores and over the head dimension
+// for the values, all rows of the tile at once. A level may also read an F16
 // cache directly (tile_f16) for KV heads whose rows fit one tile, as in decode.
 #pragma once
 

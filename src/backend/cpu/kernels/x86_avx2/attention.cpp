@@ -1,8 +1,9 @@
-// AVX2 attention tile (attn_kernels.h): one query row at a time with lanes over the head
-// dimension (8 floats per register). A score is a dot product (vector fmadds, one
-// horizontal sum); the softmax runs over 8 cells at a time; the values accumulate into
-// up to 4 vectors of head dimensions per pass over the cells. tile_f16 (below) reads an
-// F16 cache directly for KV heads whose rows fit one tile.
+// AVX2 attention tiles (attn_kernels.h): tile reads F32 keys and values, tile_f16 an F16
+// cache directly (for KV heads whose rows fit one tile); both are rows_tile below, which
+// scores 8 cells of all the tile's rows at once from transposed keys and shares each
+// value vector between up to 8 rows. (tile used to do one query row at a time, a dot
+// product and a horizontal sum per score, each row reading the whole head: pp512 at the
+// AVX2 level spent 6-8% of its time there; docs/performance.md, session 12.)
 // Compiled with per-file target flags, reached only through attn_dispatch.cpp.
 #include <algorithm>
 #include <cmath>
@@ -31,13 +32,11 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-float dot_row(const float* q, const float* k, int64_t hd) {
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t d = 0; d < hd; d += kW) {
-    const __m256i m = lanes(hd - d);
-    acc = _mm256_fmadd_ps(_mm256_maskload_ps(q + d, m), _mm256_maskload_ps(k + d, m), acc);
-  }
-  return hsum(acc);
+inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
 }
 
 // Softmax of s[0, n) in place given its maximum; returns 1 / sum.
@@ -54,41 +53,6 @@ float softmax(float* s, int64_t n, float max) {
   return 1.0f / hsum(sum);
 }
 
-void row(const AttnTile& t, int r) {
-  float* s = t.scratch;  // n scores
-  float max = -INFINITY;
-  for (int64_t c = 0; c < t.n; ++c) {
-    float v = dot_row(t.q[r], t.k + size_t(c) * t.k_stride, t.hd);
-    if (t.mask) v += t.mask[t.mask_off[r] + c];
-    s[c] = v;
-    max = std::max(max, v);
-  }
-  float* out = t.out[r];
-  if (max == -INFINITY) {
-    std::fill(out, out + t.hd, 0.0f);
-    return;
-  }
-  const __m256 inv = _mm256_set1_ps(softmax(s, t.n, max));
-  for (int64_t d = 0; d < t.hd; d += 4 * kW) {  // up to 4 vectors of d per pass over the cells
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t c = 0; c < t.n; ++c) {
-      const __m256 p = _mm256_set1_ps(s[c]);
-      const float* v = t.v + size_t(c) * t.v_stride + d;
-      for (int j = 0; j < 4; ++j) {
-        const int64_t dj = d + j * kW;
-        if (dj < t.hd) acc[j] = _mm256_fmadd_ps(p, _mm256_maskload_ps(v + j * kW, lanes(t.hd - dj)), acc[j]);
-      }
-    }
-    for (int j = 0; j < 4 && d + j * kW < t.hd; ++j) {
-      _mm256_maskstore_ps(out + d + j * kW, lanes(t.hd - d - j * kW), _mm256_mul_ps(acc[j], inv));
-    }
-  }
-}
-
-void tile(const AttnTile& t) {
-  for (int r = 0; r < t.rows; ++r) row(t, r);
-}
-
 // ---- an F16 cache read directly (tile_f16) ---------------------------------------------
 // As the AVX-512 tile_f16 (its comment says why), with 8 lanes: when a KV head's rows fit
 // one tile, K and V stay F16 and are read once for all the rows, where the row-at-a-time
@@ -101,16 +65,38 @@ void tile(const AttnTile& t) {
 constexpr int kFewRows = 4;
 
 // Elements [0, min(left, 8)) of p as floats, the rest zero.
-inline __m256 load_f16(const uint16_t* p, int64_t left) {
+inline __m256 load_elems(const uint16_t* p, int64_t left) {
   if (left >= kW) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   alignas(16) uint16_t tmp[kW] = {};
   for (int64_t i = 0; i < left; ++i) tmp[i] = p[i];
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
 }
 
+inline __m256 load_elems(const float* p, int64_t left) {
+  return left >= kW ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes(left));
+}
+
+// The tile's keys and values as F16 (tile_f16) or F32 (tile) elements.
+template <typename T>
+const T* keys(const AttnTile& t) {
+  if constexpr (std::is_same_v<T, float>) return t.k;
+  else return t.k16;
+}
+
+template <typename T>
+const T* values(const AttnTile& t) {
+  if constexpr (std::is_same_v<T, float>) return t.v;
+  else return t.v16;
+}
+
 using x86::for_row_chunks;
 using x86::kAheadCells;
-using x86::prefetch_row;
+
+// A cache row's hd elements into L2, kAheadCells cells ahead (x86::prefetch_row).
+inline void prefetch_cells(const uint16_t* row, int64_t hd) { x86::prefetch_row(row, hd); }
+inline void prefetch_cells(const float* row, int64_t hd) {
+  x86::prefetch_row(reinterpret_cast<const uint16_t*>(row), 2 * hd);
+}
 
 // In place: r[i] holds element i of each of the 8 input vectors.
 void transpose8(__m256 (&r)[kW]) {
@@ -138,17 +124,18 @@ void transpose8(__m256 (&r)[kW]) {
 
 // kt[d * 8 + i] = k[c0 + i][d] for d < hd rounded up to 8 (cells past n and d past hd
 // give zeros).
+template <typename T>
 void transpose_keys(const AttnTile& t, int64_t c0, float* kt) {
   const int64_t valid = std::min<int64_t>(kW, t.n - c0);
-  const uint16_t* k0 = t.k16 + size_t(c0) * t.k_stride;
-  const uint16_t* last = t.k16 + size_t(t.n - 1) * t.k_stride;
+  const T* k0 = keys<T>(t) + size_t(c0) * t.k_stride;
+  const T* last = keys<T>(t) + size_t(t.n - 1) * t.k_stride;
   for (int64_t i = 0; i < kW; ++i) {
-    prefetch_row(std::min(k0 + size_t(kAheadCells + i) * t.k_stride, last), t.hd);
+    prefetch_cells(std::min(k0 + size_t(kAheadCells + i) * t.k_stride, last), t.hd);
   }
   for (int64_t d0 = 0; d0 < t.hd; d0 += kW) {
     __m256 r[kW];
     for (int64_t i = 0; i < kW; ++i) {
-      r[i] = i < valid ? load_f16(k0 + size_t(i) * t.k_stride + d0, t.hd - d0) : _mm256_setzero_ps();
+      r[i] = i < valid ? load_elems(k0 + size_t(i) * t.k_stride + d0, t.hd - d0) : _mm256_setzero_ps();
     }
     transpose8(r);
     for (int j = 0; j < kW; ++j) _mm256_store_ps(kt + (d0 + j) * kW, r[j]);
@@ -172,13 +159,14 @@ void score_rows(const AttnTile& t, const float* kt, int r0, float* s, int64_t ns
 }
 
 // Scores of fewer than kFewRows rows: one dot product per (row, cell), lanes over d.
+template <typename T>
 void score_few(const AttnTile& t, float* s, int64_t ns) {
   for (int64_t c = 0; c < t.n; ++c) {
-    const uint16_t* k = t.k16 + size_t(c) * t.k_stride;
-    if (c % kW == 0) prefetch_row(t.k16 + size_t(std::min(c + kAheadCells, t.n - 1)) * t.k_stride, t.hd);
+    const T* k = keys<T>(t) + size_t(c) * t.k_stride;
+    if (c % kW == 0) prefetch_cells(keys<T>(t) + size_t(std::min(c + kAheadCells, t.n - 1)) * t.k_stride, t.hd);
     __m256 acc[kFewRows - 1] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t d = 0; d < t.hd; d += kW) {
-      const __m256 kv = load_f16(k + d, t.hd - d);
+      const __m256 kv = load_elems(k + d, t.hd - d);
       for (int r = 0; r < t.rows; ++r) {
         acc[r] = _mm256_fmadd_ps(_mm256_maskload_ps(t.q[r] + d, lanes(t.hd - d)), kv, acc[r]);
       }
@@ -190,12 +178,20 @@ void score_few(const AttnTile& t, float* s, int64_t ns) {
 // Adds row r's mask to its n scores s and turns them into probabilities times the sum
 // (exp(s - max)); returns 1 / sum, or 0 for a row that sees no cell (all zeros then).
 float softmax_row(const AttnTile& t, int r, float* s) {
-  float max = -INFINITY;
-  if (t.mask) {
-    const float* m = t.mask + t.mask_off[r];
-    for (int64_t c = 0; c < t.n; ++c) s[c] += m[c];
+  const float* m = t.mask ? t.mask + t.mask_off[r] : nullptr;
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  int64_t c = 0;
+  for (; c + kW <= t.n; c += kW) {
+    __m256 v = _mm256_loadu_ps(s + c);
+    if (m) v = _mm256_add_ps(v, _mm256_loadu_ps(m + c));
+    _mm256_storeu_ps(s + c, v);
+    vmax = _mm256_max_ps(vmax, v);
   }
-  for (int64_t c = 0; c < t.n; ++c) max = std::max(max, s[c]);
+  float max = hmax(vmax);
+  for (; c < t.n; ++c) {
+    if (m) s[c] += m[c];
+    max = std::max(max, s[c]);
+  }
   if (max == -INFINITY) {
     std::fill(s, s + t.n, 0.0f);
     return 0.0f;
@@ -205,19 +201,19 @@ float softmax_row(const AttnTile& t, int r, float* s) {
 
 // out[r][d0 ..] = inv[r] * sum_c p[r][c] v[c][d0 ..] for rows [r0, r0 + R) and J
 // vectors of d.
-template <int R, int J>
+template <typename T, int R, int J>
 void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0, int64_t d0) {
   const int64_t n = t.n;
-  const uint16_t* v = t.v16 + d0;
+  const T* v = values<T>(t) + d0;
   const size_t stride = t.v_stride;
-  const uint16_t* last = t.v16 + size_t(n - 1) * stride;
+  const T* last = values<T>(t) + size_t(n - 1) * stride;
   const float* p = s + r0 * ns;
   __m256 acc[R * J];
   for (int i = 0; i < R * J; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t c = 0; c < n; ++c, v += stride) {
-    if (d0 == 0) prefetch_row(std::min(v + kAheadCells * stride, last), t.hd);
+    if (d0 == 0) prefetch_cells(std::min(v + kAheadCells * stride, last), t.hd);
     __m256 vv[J];
-    for (int j = 0; j < J; ++j) vv[j] = load_f16(v + j * kW, t.hd - d0 - j * kW);
+    for (int j = 0; j < J; ++j) vv[j] = load_elems(v + j * kW, t.hd - d0 - j * kW);
 #pragma GCC unroll 16
     for (int i = 0; i < R * J; ++i) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + (i / J) * ns + c), vv[i % J], acc[i]);
   }
@@ -231,34 +227,39 @@ void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv,
 
 // Values of the rows [r0, r0 + R): 1 vector of d per pass over the cells for more than 4
 // rows, else 2 (at most 8 accumulators of the 16 registers).
-template <int R>
+template <typename T, int R>
 void values_for_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0) {
   constexpr int kJ = R > 4 ? 1 : 2;
   for (int64_t d0 = 0; d0 < t.hd; d0 += kJ * kW) {
     if (kJ == 2 && t.hd - d0 > kW) {
-      value_rows<R, kJ>(t, s, ns, inv, r0, d0);
+      value_rows<T, R, kJ>(t, s, ns, inv, r0, d0);
     } else {
-      value_rows<R, 1>(t, s, ns, inv, r0, d0);
+      value_rows<T, R, 1>(t, s, ns, inv, r0, d0);
     }
   }
 }
 
-void tile_f16(const AttnTile& t) {
+// The whole tile over keys and values of element type T (F16: tile_f16, F32: tile).
+template <typename T>
+void rows_tile(const AttnTile& t) {
   float* kt = t.scratch;                                // hd rounded up to 8, times 8
   float* s = t.scratch + (t.hd + 15) / 16 * 16 * 16;    // rows * ns (the AVX-512 layout's offset)
   const int64_t ns = (t.n + kW - 1) / kW * kW;
   if (t.rows < kFewRows) {
-    score_few(t, s, ns);
+    score_few<T>(t, s, ns);
   } else {
     for (int64_t c0 = 0; c0 < t.n; c0 += kW) {
-      transpose_keys(t, c0, kt);
+      transpose_keys<T>(t, c0, kt);
       for_row_chunks(t.rows, [&](auto r, int r0) { score_rows<decltype(r)::value>(t, kt, r0, s, ns, c0); });
     }
   }
   float inv[kAttnRows];
   for (int r = 0; r < t.rows; ++r) inv[r] = softmax_row(t, r, s + r * ns);
-  for_row_chunks(t.rows, [&](auto r, int r0) { values_for_rows<decltype(r)::value>(t, s, ns, inv, r0); });
+  for_row_chunks(t.rows, [&](auto r, int r0) { values_for_rows<T, decltype(r)::value>(t, s, ns, inv, r0); });
 }
+
+void tile(const AttnTile& t) { rows_tile<float>(t); }
+void tile_f16(const AttnTile& t) { rows_tile<uint16_t>(t); }
 
 }  // namespace
 
