@@ -70,6 +70,24 @@ void for_each_tile(int64_t n_cols, Tile tile) {
   tail_tile<kMax - 1>(n_cols - c, c, tile);
 }
 
+// A k-quant GemmX16Fn over a run of n_groups groups of group_bytes: one column two
+// groups at a time (pair(w, group_bytes, nb, act, dst): decode reads them side by side,
+// kernels/x86_avx2/gemm_x16.cpp, "Decode in pairs"), everything else (other widths, an
+// odd last group) one group at a time (one(w, nb, act, act_stride, n_cols, dst,
+// dst_stride)).
+template <typename Pair, typename One>
+void pairs_then_groups(const void* w, size_t group_bytes, int64_t n_groups, int64_t nb, const void* act,
+                       size_t act_stride, int64_t n_cols, float* dst, size_t dst_stride, Pair pair, One one) {
+  const auto* groups = static_cast<const uint8_t*>(w);
+  int64_t g = 0;
+  if (n_cols == 1) {
+    for (; g + 2 <= n_groups; g += 2)
+      pair(groups + size_t(g) * group_bytes, group_bytes, nb, static_cast<const BlockQ8KX*>(act), dst + g * kGroupRows);
+  }
+  for (; g < n_groups; ++g)
+    one(groups + size_t(g) * group_bytes, nb, act, act_stride, n_cols, dst + g * kGroupRows, dst_stride);
+}
+
 // Decode (one column) streams the weights from memory. Making the compiler store the
 // block's unpacked weight registers to the stack and load them back before the dot
 // products lets one core stream more: a ~300 MB matrix on Zen 4 with the AVX-512

@@ -67,8 +67,6 @@ constexpr int kMaxCols = 8;
 // from memory once).
 constexpr int kOnePassCols = 2;
 constexpr int kHalfRows = 8;
-// Groups a one-column call of the k-quant kernels reads side by side (decode_q4_K_groups).
-constexpr int kDecodeGroups = 2;
 
 // Runs a tile of N columns over halves: one pass with both (H = 2) for narrow tiles,
 // else two passes of one half (H = 1, starting at half h0).
@@ -399,7 +397,7 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
   }
 }
 
-// Decode in pairs: one column against G = kDecodeGroups groups at once, chunk by chunk
+// Decode in pairs: one column against G = 2 groups at once, chunk by chunk
 // (512 bytes of each group in turn). Reading one stream, one core overlaps little of
 // these tiles' compute with its memory reads (docs/performance.md, "Session 11"); the
 // hardware prefetchers follow each group as a stream of its own, and two side by side
@@ -458,17 +456,8 @@ void gemm_q4_K_group(const void* w, int64_t nb, const void* act, size_t act_stri
 
 void gemm_q4_K(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
                int64_t n_cols, float* dst, size_t dst_stride) {
-  const auto* groups = static_cast<const uint8_t*>(w);
-  const size_t group_bytes = size_t(16 * nb) * sizeof(quant::BlockQ4_K);
-  int64_t g = 0;
-  if (n_cols == 1) {
-    constexpr int G = kDecodeGroups;
-    for (; g + G <= n_groups; g += G)
-      decode_q4_K_groups<G>(groups + size_t(g) * group_bytes, group_bytes, nb, static_cast<const BlockQ8KX*>(act),
-                            dst + g * kGroupRows);
-  }
-  for (; g < n_groups; ++g)
-    gemm_q4_K_group(groups + size_t(g) * group_bytes, nb, act, act_stride, n_cols, dst + g * kGroupRows, dst_stride);
+  x86::pairs_then_groups(w, size_t(16 * nb) * sizeof(quant::BlockQ4_K), n_groups, nb, act, act_stride, n_cols, dst,
+                         dst_stride, decode_q4_K_groups<2>, gemm_q4_K_group);
 }
 
 // ---- Q6_K -----------------------------------------------------------------------------
@@ -658,24 +647,10 @@ void gemm_q6_K_group(const void* w, int64_t nb, const void* act, size_t act_stri
 
 void gemm_q6_K(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
                int64_t n_cols, float* dst, size_t dst_stride) {
-  const auto* groups = static_cast<const uint8_t*>(w);
-  const size_t group_bytes = size_t(16 * nb) * sizeof(quant::BlockQ6_K);
-  int64_t g = 0;
-  if (n_cols == 1) {
-    constexpr int G = kDecodeGroups;
-    const auto* a = static_cast<const BlockQ8KX*>(act);
-    const bool l1 = x86::decode_through_l1();
-    for (; g + G <= n_groups; g += G) {
-      const uint8_t* wg = groups + size_t(g) * group_bytes;
-      if (l1) {
-        decode_q6_K_groups<G, true>(wg, group_bytes, nb, a, dst + g * kGroupRows);
-      } else {
-        decode_q6_K_groups<G, false>(wg, group_bytes, nb, a, dst + g * kGroupRows);
-      }
-    }
-  }
-  for (; g < n_groups; ++g)
-    gemm_q6_K_group(groups + size_t(g) * group_bytes, nb, act, act_stride, n_cols, dst + g * kGroupRows, dst_stride);
+  x86::pairs_then_groups(w, size_t(16 * nb) * sizeof(quant::BlockQ6_K), n_groups, nb, act, act_stride, n_cols, dst,
+                         dst_stride,
+                         x86::decode_through_l1() ? decode_q6_K_groups<2, true> : decode_q6_K_groups<2, false>,
+                         gemm_q6_K_group);
 }
 
 // ---- F16 ------------------------------------------------------------------------------

@@ -276,16 +276,8 @@ void gemm_q4_K_group(const void* w, int64_t nb, const void* act, size_t act_stri
 
 void gemm_q4_K(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
                int64_t n_cols, float* dst, size_t dst_stride) {
-  const auto* groups = static_cast<const uint8_t*>(w);
-  const size_t group_bytes = size_t(16 * nb) * sizeof(quant::BlockQ4_K);
-  int64_t g = 0;
-  if (n_cols == 1) {
-    for (; g + 2 <= n_groups; g += 2)
-      decode_q4_K_pair(groups + size_t(g) * group_bytes, group_bytes, nb, static_cast<const BlockQ8KX*>(act),
-                       dst + g * kGroupRows);
-  }
-  for (; g < n_groups; ++g)
-    gemm_q4_K_group(groups + size_t(g) * group_bytes, nb, act, act_stride, n_cols, dst + g * kGroupRows, dst_stride);
+  x86::pairs_then_groups(w, size_t(16 * nb) * sizeof(quant::BlockQ4_K), n_groups, nb, act, act_stride, n_cols, dst,
+                         dst_stride, decode_q4_K_pair, gemm_q4_K_group);
 }
 
 // ---- Q6_K -----------------------------------------------------------------------------
@@ -427,16 +419,8 @@ void gemm_q6_K_group(const void* w, int64_t nb, const void* act, size_t act_stri
 
 void gemm_q6_K(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
                int64_t n_cols, float* dst, size_t dst_stride) {
-  const auto* groups = static_cast<const uint8_t*>(w);
-  const size_t group_bytes = size_t(16 * nb) * sizeof(quant::BlockQ6_K);
-  int64_t g = 0;
-  if (n_cols == 1) {
-    for (; g + 2 <= n_groups; g += 2)
-      decode_q6_K_pair(groups + size_t(g) * group_bytes, group_bytes, nb, static_cast<const BlockQ8KX*>(act),
-                       dst + g * kGroupRows);
-  }
-  for (; g < n_groups; ++g)
-    gemm_q6_K_group(groups + size_t(g) * group_bytes, nb, act, act_stride, n_cols, dst + g * kGroupRows, dst_stride);
+  x86::pairs_then_groups(w, size_t(16 * nb) * sizeof(quant::BlockQ6_K), n_groups, nb, act, act_stride, n_cols, dst,
+                         dst_stride, decode_q6_K_pair, gemm_q6_K_group);
 }
 
 // F16: per element e, the 16 rows' halves convert with one instruction and meet each
