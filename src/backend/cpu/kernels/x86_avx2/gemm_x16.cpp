@@ -246,12 +246,14 @@ inline __m256i pair_control(int lo, int hi) {
                           char(8 + hi), z, char(12 + lo), z, char(12 + hi), z);
 }
 
+#ifdef __AVXVNNI__
 // vpshufb control taking byte j of each int32 lane into the whole lane (zero-extended).
 inline __m256i int32_control(int j) {
   const auto z = char(0x80);
   const __m128i half = _mm_setr_epi8(char(j), z, z, z, char(4 + j), z, z, z, char(8 + j), z, z, z, char(12 + j), z, z, z);
   return _mm256_set_m128i(half, half);
 }
+#endif
 
 inline void decode_q4_K(const uint8_t* words, Q4KScales& s) {
   const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words));
