@@ -228,7 +228,6 @@ void gemm(const void* w, int64_t nb, const void* act, size_t act_stride, int64_t
 // (<= 2 * 63 * 30480), added into the super-block's sum (<= 8 * 63 * 32 * 15 * 127,
 // about 3.1e7). The mins meet the activation sub-block sums (int16 pairs, |.| <= 32 * 127)
 // with vpmaddwd.
-
 //
 // With AVX-VNNI each column's sub-block dot is a vpdpbusd sum in int32 (<= 32 * 15 * 127)
 // and vpmulld scales it; the scales are then int32 lanes.
@@ -410,6 +409,7 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
 // order are those of tile_q4_K.
 template <int G>
 void decode_q4_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
+  constexpr size_t kShare = 2048 + 256;  // quants + meta
   __m256 acc[G][2];
   for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -427,7 +427,7 @@ void decode_q4_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const 
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
         const uint8_t* quants = w + g * group_bytes;
-        x86::prefetch_stream_part(quants, size_t(b) * 2304, 2304, i, 4);
+        x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, i, 4);
         for (int h = 0; h < 2; ++h)
           isum[g][h] = q4_K_chunk(quants + b * 2048 + i * 512 + h * 32, a[b].qs + 64 * i, s[g][h], i, isum[g][h]);
       }

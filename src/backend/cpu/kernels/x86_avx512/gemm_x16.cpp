@@ -162,6 +162,18 @@ inline __m512i dp_words(__m512i acc, const __m512i* w, const int32_t* words) {
   return acc;
 }
 
+// The contract's two fmas of a super-block for one column: acc plus the scaled dots
+// minus the scaled mins (activation sub-block sums against the mins); mb: its meta.
+inline __m512 q4_K_block_end(__m512 acc, __m512i isum, const Q4KScales& s, const uint8_t* mb, const BlockQ8KX& a) {
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb)));
+  const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb + 32)));
+  __m512i imin = _mm512_setzero_si512();
+  for (int j = 0; j < 4; ++j) imin = _mm512_dpwssd_epi32(imin, s.m[j], _mm512_set1_epi32(a.sums32[j]));
+  const __m512 da = _mm512_set1_ps(a.d);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, da), acc);
+  return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, da), acc);
+}
+
 // One column's chunk i (64 elements at q) of a decode tile: isum + the two scaled
 // sub-block dots, the unpacked nibbles through L1 (x86::through_l1).
 inline __m512i q4_K_chunk(const uint8_t* words, const int8_t* q, const Q4KScales& s, int i, __m512i isum) {
@@ -185,6 +197,7 @@ inline __m512i q4_K_chunk(const uint8_t* words, const int8_t* q, const Q4KScales
 // two groups read side by side, chunk by chunk, so that the hardware prefetchers follow
 // two streams. Each output's operations and their order are those of tile_q4_K.
 void decode_q4_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
+  constexpr size_t kShare = 2048 + 256;  // quants + meta
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
     Q4KScales s[2];
@@ -196,20 +209,12 @@ void decode_q4_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const Bl
     for (int i = 0; i < 4; ++i) {
       for (int g = 0; g < 2; ++g) {
         const uint8_t* quants = w + g * group_bytes;
-        x86::prefetch_stream_part(quants, size_t(b) * 2304, 2304, i, 4);
+        x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, i, 4);
         isum[g] = q4_K_chunk(quants + b * 2048 + i * 512, a[b].qs + 64 * i, s[g], i, isum[g]);
       }
     }
-    for (int g = 0; g < 2; ++g) {
-      const uint8_t* mb = w + g * group_bytes + nb * 2048 + b * 256;
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb)));
-      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb + 32)));
-      __m512i imin = _mm512_setzero_si512();
-      for (int j = 0; j < 4; ++j) imin = _mm512_dpwssd_epi32(imin, s[g].m[j], _mm512_set1_epi32(a[b].sums32[j]));
-      const __m512 da = _mm512_set1_ps(a[b].d);
-      acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g]), _mm512_mul_ps(d, da), acc[g]);
-      acc[g] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, da), acc[g]);
-    }
+    for (int g = 0; g < 2; ++g)
+      acc[g] = q4_K_block_end(acc[g], isum[g], s[g], w + g * group_bytes + nb * 2048 + b * 256, a[b]);
   }
   for (int g = 0; g < 2; ++g) _mm512_storeu_ps(dst + g * kGroupRows, acc[g]);
 }
@@ -249,16 +254,7 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const cha
                                                              _mm512_mullo_epi32(sb, s.sc[2 * i + 1])));
       }
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb)));
-    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb + 32)));
-    for (int c = 0; c < N; ++c) {
-      const BlockQ8KX& a = cols[c][b];
-      __m512i imin = _mm512_setzero_si512();
-      for (int j = 0; j < 4; ++j) imin = _mm512_dpwssd_epi32(imin, s.m[j], _mm512_set1_epi32(a.sums32[j]));
-      const __m512 da = _mm512_set1_ps(a.d);
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
-      acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, da), acc[c]);
-    }
+    for (int c = 0; c < N; ++c) acc[c] = q4_K_block_end(acc[c], isum[c], s, mb, cols[c][b]);
   }
   for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, acc[c]);
 }
@@ -323,6 +319,15 @@ inline __m512i dp4(const __m512i* w, const int32_t* words) {
   return acc;
 }
 
+// The -32 offset and the contract's fma of a super-block for one column; mb: its meta.
+inline __m512 q6_K_block_end(__m512 acc, __m512i isum, const Q6KScales& s, const uint8_t* mb, const BlockQ8KX& a) {
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mb + 256)));
+  __m512i offset = _mm512_setzero_si512();
+  for (int j = 0; j < 8; ++j) offset = _mm512_dpwssd_epi32(offset, s.pairs[j], _mm512_set1_epi32(a.sums16[j]));
+  const __m512i total = _mm512_sub_epi32(isum, _mm512_slli_epi32(offset, 5));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc);
+}
+
 // Decode in pairs (see decode_q4_K_pair): quarter by quarter, the two groups in turn.
 // Each output's operations and their order are those of tile_q6_K.
 void decode_q6_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
@@ -351,14 +356,8 @@ void decode_q6_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const Bl
         }
       }
     }
-    for (int g = 0; g < 2; ++g) {
-      const __m512 d = _mm512_cvtph_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * group_bytes + nb * 3072 + b * 288 + 256)));
-      __m512i offset = _mm512_setzero_si512();
-      for (int j = 0; j < 8; ++j) offset = _mm512_dpwssd_epi32(offset, s[g].pairs[j], _mm512_set1_epi32(a[b].sums16[j]));
-      const __m512i total = _mm512_sub_epi32(isum[g], _mm512_slli_epi32(offset, 5));
-      acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(d, _mm512_set1_ps(a[b].d)), acc[g]);
-    }
+    for (int g = 0; g < 2; ++g)
+      acc[g] = q6_K_block_end(acc[g], isum[g], s[g], w + g * group_bytes + nb * 3072 + b * 288, a[b]);
   }
   for (int g = 0; g < 2; ++g) _mm512_storeu_ps(dst + g * kGroupRows, acc[g]);
 }
@@ -393,15 +392,7 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, const cha
         }
       }
     }
-    const __m512 d = _mm512_cvtph_ps(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(meta + b * 288 + 256)));
-    for (int c = 0; c < N; ++c) {
-      const BlockQ8KX& a = cols[c][b];
-      __m512i offset = _mm512_setzero_si512();
-      for (int j = 0; j < 8; ++j) offset = _mm512_dpwssd_epi32(offset, s.pairs[j], _mm512_set1_epi32(a.sums16[j]));
-      const __m512i total = _mm512_sub_epi32(isum[c], _mm512_slli_epi32(offset, 5));
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc[c]);
-    }
+    for (int c = 0; c < N; ++c) acc[c] = q6_K_block_end(acc[c], isum[c], s, meta + b * 288, cols[c][b]);
   }
   for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, acc[c]);
 }
