@@ -4,9 +4,10 @@
 //   columns (1 = decode, 64 = prompt). The counter GMAC/s is 16 * 8 * 2048 * n
 //   multiply-adds per run; compare with the machine's peak (vpdpbusd zmm: 64 MACs per
 //   instruction, FMA zmm: 16; AVX2: vpmaddubsw ymm 32, with a vpmaddwd to widen).
-// - gemm_x16_stream: decode (1 column) over a ~256 MB matrix on 2 MiB pages, as
-//   generation streams the weights from memory; bytes_per_second is the weight bytes
-//   read (compare with a plain read loop on one core).
+// - gemm_x16_stream: a ~256 MB matrix on 2 MiB pages, as a model streams its weights
+//   from memory: decode (1 column; bytes_per_second is the weight bytes read, compare
+//   with a plain read loop on one core) and prompt chunks of 24 and 120 columns (what
+//   mul_mat hands a thread per group; GMAC/s against the in-cache 64).
 //   build/tessera_bench_kernels --benchmark_filter=gemm_x16
 // Weights are random bytes with fp16 scales of 1: speed does not depend on the values.
 #include <benchmark/benchmark.h>
@@ -135,6 +136,8 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g, int64_t r
       const std::string stream = "gemm_x16_stream/" + std::string(dtype_name(c.type)) + "/" + level;
       benchmark::RegisterBenchmark(stream.c_str(), [&c, g, stream_rows](benchmark::State& s) { run(s, c, *g, stream_rows); })
           ->Arg(1)
+          ->Arg(24)
+          ->Arg(120)
           ->Unit(benchmark::kMillisecond);
     }
   }

@@ -222,12 +222,12 @@ TEST(GemmX16Test, F16MatchesReferenceToTheBit) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (const GemmKernels* g : vector_levels()) {
-    // Odd lengths leave one element to the even chain; past 256 elements and 48 columns
+    // Odd lengths leave one element to the even chain; past 256 elements and 120 columns
     // the AVX2 prompt kernel works in K-blocks and column blocks.
     for (int64_t k : {1, 2, 3, 8, 17, 64, 129, 256, 257, 600}) {
       std::vector<uint16_t> w(static_cast<size_t>(k * kGroupRows));
       for (uint16_t& h : w) h = f32_to_f16(dist(rng));
-      for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 47, 48, 49, 100}) {
+      for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 47, 48, 49, 100, 120, 121, 250}) {
         std::vector<float> x(static_cast<size_t>(n * k));
         for (float& v : x) v = dist(rng);
         expect_same_bits(run_f16(*g, w, k, x, n), run_f16(ref, w, k, x, n),

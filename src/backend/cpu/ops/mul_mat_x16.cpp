@@ -155,8 +155,11 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
                            dst + size_t(cs) * dst_stride + size_t(g * kGroupRows), dst_stride);
     }
   };
-  // Multiples of 24: whole tiles of both kernels (8 quantized columns, 12 float ones).
-  const int64_t chunk = std::max<int64_t>(24, int64_t(kChunkBytes / l.act_row) / 24 * 24);
+  // Whole tiles of every level's kernels: multiples of 24 quantized columns (tiles of 8
+  // and 24), 12 float ones (tiles of 3 and 12; an F16 ffn_down row, k = 5632, leaves
+  // room for 45 columns: 36 read the weights from memory 14 times a prompt of 512, not 21).
+  const int64_t tile = l.quantized ? 24 : 12;
+  const int64_t chunk = std::max<int64_t>(tile, int64_t(kChunkBytes / l.act_row) / tile * tile);
   if (n_cols <= chunk && n_groups >= p.nth && p.slots != nullptr) {
     const int64_t n_runs = std::min<int64_t>(n_groups, kRunsPerThread * p.nth);
     WorkQueue queue(p.slots, p.ith, p.nth, p.seq, n_runs);

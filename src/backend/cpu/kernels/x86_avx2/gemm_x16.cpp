@@ -668,11 +668,17 @@ void gemm_q6_K(const void* w, int64_t n_groups, int64_t nb, const void* act, siz
 // conversion in the loop (one conversion per element and row per column block instead of
 // one per tile). Both chains of every output of the column block live in `chains` between
 // K-blocks, stored and reloaded exactly, so each output is still the contract's two
-// chains in element order. Measured in docs/performance.md (AVX2, F16 pp512).
+// chains in element order. The first column block of a group reads its weights from
+// memory, one 8 KiB K-block at a time: left to the conversion loop, each K-block's 128
+// lines came in one burst the core waited for (24-column chunks, streamed: 36 GMAC/s
+// against 50 in cache). So the tiles of one K-block prefetch the next one into L2, each
+// a few lines in its first element pairs, spread over the column block (streamed: 43-46).
+// Measured in docs/performance.md (AVX2, F16 pp512).
 constexpr int kF16Block = 256;      // elements per K-block (even: the chains keep their parity)
 constexpr int kF16Cols = 3;         // columns per prompt tile: 12 accumulators, 2 weights, 1 broadcast
-constexpr int kF16ColBlock = 48;    // columns per column block (their chains: 6 KiB)
+constexpr int kF16ColBlock = 120;   // columns per column block (their chains: 15 KiB)
 constexpr int kF16DecodeCols = 2;   // up to this many columns, the streaming decode tile
+constexpr int64_t kF16Lines = kF16Block * kGroupRows * 2 / 64;  // cache lines of one K-block
 
 inline __m256 halves8(const uint16_t* h, int64_t e, int half) {
   return scales8(h + e * kGroupRows + half * kHalfRows);
@@ -721,9 +727,10 @@ struct F16Chains {
 };
 
 // Elements [e0, e0 + n) of N columns against the converted block wf ([n][16] floats),
-// continuing the chains in ch.
+// continuing the chains in ch; prefetches pf_lines lines from pf (one per element pair).
 template <int N>
-void prompt_tile_f16(const float* wf, int64_t n, const float* x, size_t x_stride, F16Chains* ch) {
+void prompt_tile_f16(const float* wf, int64_t n, const float* x, size_t x_stride, F16Chains* ch,
+                     const char* pf, int64_t pf_lines) {
   __m256 acc[N][2][2];  // [column][half][chain]
   for (int c = 0; c < N; ++c) {
     for (int h = 0; h < 2; ++h) {
@@ -741,6 +748,7 @@ void prompt_tile_f16(const float* wf, int64_t n, const float* x, size_t x_stride
   };
   int64_t e = 0;
   for (; e + 2 <= n; e += 2) {
+    if (e / 2 < pf_lines) _mm_prefetch(pf + e / 2 * 64, _MM_HINT_T1);
     step(e, 0);
     step(e + 1, 1);
   }
@@ -766,8 +774,12 @@ void prompt_gemm_f16(const uint16_t* h, int64_t k, const float* x, size_t x_stri
         _mm256_store_ps(wf + i * kHalfRows, scales8(h + (e0 * 2 + i) * kHalfRows));
       }
       const float* xb = x + size_t(c0) * x_stride + size_t(e0);
+      const char* next = reinterpret_cast<const char*>(h + (e0 + kF16Block) * kGroupRows);
+      const int64_t per_tile = (kF16Lines * kF16Cols + nc - 1) / nc;
       for_each_tile<kF16Cols>(nc, [&](auto cols, int64_t c) {
-        prompt_tile_f16<decltype(cols)::value>(wf, n, xb + size_t(c) * x_stride, x_stride, chains + c);
+        const int64_t l0 = std::min(kF16Lines, c / kF16Cols * per_tile);
+        prompt_tile_f16<decltype(cols)::value>(wf, n, xb + size_t(c) * x_stride, x_stride, chains + c,
+                                               next + l0 * 64, std::min(per_tile, kF16Lines - l0));
       });
     }
     for (int64_t c = 0; c < nc; ++c) {
