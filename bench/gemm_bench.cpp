@@ -1,13 +1,14 @@
 // Microbenchmark of the GEMM kernels over repacked weights (backend/cpu/gemm_kernels.h),
-// one thread.
+// one thread. Names end in /columns/k.
 // - gemm_x16: data in cache, 8 groups of 16 rows x k = 2048 against n activation
 //   columns (1 = decode, 64 = prompt). The counter GMAC/s is 16 * 8 * 2048 * n
 //   multiply-adds per run; compare with the machine's peak (vpdpbusd zmm: 64 MACs per
 //   instruction, FMA zmm: 16; AVX2: vpmaddubsw ymm 32, with a vpmaddwd to widen).
 // - gemm_x16_stream: a ~256 MB matrix on 2 MiB pages, as a model streams its weights
-//   from memory: decode (1 column; bytes_per_second is the weight bytes read, compare
-//   with a plain read loop on one core) and prompt chunks of 24 and 120 columns (what
-//   mul_mat hands a thread per group; GMAC/s against the in-cache 64).
+//   from memory: decode (1 column; k = 2048, and an ffn_down row's 5632, whose groups
+//   are longer than the prefetch distance; bytes_per_second is the weight bytes read,
+//   compare with a plain read loop on one core) and prompt chunks of 24 and 120 columns
+//   (what mul_mat hands a thread per group; GMAC/s against the in-cache 64).
 //   build/tessera_bench_kernels --benchmark_filter=gemm_x16
 // Weights are random bytes with fp16 scales of 1: speed does not depend on the values.
 #include <benchmark/benchmark.h>
@@ -30,7 +31,6 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int64_t kK = 2048;
 constexpr int64_t kRows = 8 * kGroupRows;
 constexpr double kStreamBytes = 256e6;
 constexpr size_t kHugePage = size_t(2) << 20;
@@ -54,8 +54,8 @@ struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 
-// `rows` repacked rows (a multiple of 16) of random weights, on 2 MiB pages.
-std::unique_ptr<uint8_t, FreeDeleter> packed_weights(const Case& c, int64_t rows) {
+// `rows` repacked rows (a multiple of 16) of k random weights, on 2 MiB pages.
+std::unique_ptr<uint8_t, FreeDeleter> packed_weights(const Case& c, int64_t rows, int64_t kK) {
   const int64_t nb = kK / c.block_elems;
   const size_t group_bytes = size_t(kGroupRows * nb) * c.block_bytes;
   const size_t bytes = group_bytes * size_t(rows / kGroupRows);
@@ -75,11 +75,15 @@ std::unique_ptr<uint8_t, FreeDeleter> packed_weights(const Case& c, int64_t rows
   return packed;
 }
 
-void run(benchmark::State& state, const Case& c, const GemmKernels& g, int64_t rows) {
-  const int64_t n_cols = state.range(0);
+// Args: columns, and k (the row length). In cache: kRows rows; streamed: ~kStreamBytes.
+void run(benchmark::State& state, const Case& c, const GemmKernels& g, bool stream) {
+  const int64_t n_cols = state.range(0), kK = state.range(1);
+  const int64_t rows = stream ? int64_t(kStreamBytes / double(kK / c.block_elems) / double(c.block_bytes)) /
+                                    kGroupRows * kGroupRows
+                              : kRows;
   const int64_t nb = kK / c.block_elems;
   std::mt19937 rng(2);
-  const std::unique_ptr<uint8_t, FreeDeleter> packed = packed_weights(c, rows);
+  const std::unique_ptr<uint8_t, FreeDeleter> packed = packed_weights(c, rows, kK);
   std::vector<float> x(size_t(n_cols * kK));
   for (float& v : x) v = float(rng() % 2001) / 1000.0f - 1.0f;
   const bool k_quant = c.block_elems == 256;
@@ -127,17 +131,16 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g, int64_t r
     const Isa isa = g->isa;
     for (const Case& c : kCases) {
       const std::string name = "gemm_x16/" + std::string(dtype_name(c.type)) + "/" + level;
-      benchmark::RegisterBenchmark(name.c_str(), [&c, g](benchmark::State& s) { run(s, c, *g, kRows); })
-          ->Arg(1)
-          ->Arg(64);
+      benchmark::RegisterBenchmark(name.c_str(), [&c, g](benchmark::State& s) { run(s, c, *g, false); })
+          ->Args({1, 2048})
+          ->Args({64, 2048});
       if (isa == Isa::Reference) continue;
-      const int64_t stream_rows = int64_t(kStreamBytes / double(kK / c.block_elems) / double(c.block_bytes)) /
-                                  kGroupRows * kGroupRows;
       const std::string stream = "gemm_x16_stream/" + std::string(dtype_name(c.type)) + "/" + level;
-      benchmark::RegisterBenchmark(stream.c_str(), [&c, g, stream_rows](benchmark::State& s) { run(s, c, *g, stream_rows); })
-          ->Arg(1)
-          ->Arg(24)
-          ->Arg(120)
+      benchmark::RegisterBenchmark(stream.c_str(), [&c, g](benchmark::State& s) { run(s, c, *g, true); })
+          ->Args({1, 2048})
+          ->Args({1, 5632})
+          ->Args({24, 2048})
+          ->Args({120, 2048})
           ->Unit(benchmark::kMillisecond);
     }
   }

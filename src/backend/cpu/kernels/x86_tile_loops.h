@@ -22,35 +22,77 @@
 namespace tessera::cpu::x86 {
 namespace {
 
-// Software prefetch of the weight stream into L2. A group (its quants, then its scales)
-// is one contiguous run of bytes read front to back once per tile, and each block takes
-// an equal share of it: the block asks for its share of the bytes kAhead further on
-// (quants and scales alike), so the prefetch front sweeps the stream evenly without gaps.
-// With the hardware prefetchers alone (which stop at 4 KiB pages) decode waits on memory
-// latency. One core streaming a 302 MB Q4_0 matrix (docs/performance.md): no prefetch
-// ~14 GB/s; quants-only prefetch 64 KiB ahead (which left the scales and part of each
-// group to demand misses) ~23; the even sweep 64 KiB ahead ~30, a plain read loop ~31.
+// Software prefetch of the weight stream into L2. With the hardware prefetchers alone
+// (which stop at 4 KiB pages) decode waits on memory latency. One core streaming a 302 MB
+// Q4_0 matrix (docs/performance.md): no prefetch ~14 GB/s; quants-only prefetch 64 KiB
+// ahead (which left the scales and part of each group to demand misses) ~23; the whole
+// stream 64 KiB ahead ~30, a plain read loop ~31.
 constexpr size_t kAhead = 65536;
 
-// The sweep for the block at [pos, pos + bytes), spread over the block's steps: step
-// `part` of `parts` asks for its share of the block's lines (prefetch_stream: all at
-// once). A block of the k-quants is 36-53 lines. Asked for all at once at the block's
-// start, one core's decode stream is what it would be with no overlap of memory and
-// compute at all; spread over the block it overlaps some (AVX2 decode, one core of an
-// Intel Xeon, 256 MB, GB/s: Q6_K 9.4 -> 11.0, Q4_K 9.0-10.9 -> 10.5-11.5; a plain read
-// 17). Measured, not derived: docs/performance.md, "Session 11", also lists what did not
-// help.
-inline void prefetch_stream_part(const uint8_t* group, size_t pos, size_t bytes, int part, int parts) {
-  const size_t lines = (bytes + 63) / 64;
+// The block at [pos, pos + bytes) of a group asks for the same bytes kAhead further on,
+// so the prefetch sweeps the weights in memory order. F16 groups are plain rows, read
+// in that order. Q4_0 and Q8_0 decode keep it too: their metadata is a ninth and a
+// seventeenth of a block, and in block order (BlockPrefetch) they streamed slower (one
+// core, AVX2, 256 MB: 12.5-12.7 against 13.5-14.8 GB/s).
+inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
   const uint8_t* p = group + pos + kAhead;
-  const size_t end = lines * size_t(part + 1) / size_t(parts);
-  for (size_t l = lines * size_t(part) / size_t(parts); l < end; ++l)
-    _mm_prefetch(reinterpret_cast<const char*>(p + l * 64), _MM_HINT_T1);
+  for (size_t l = 0; l < (bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + l * 64), _MM_HINT_T1);
 }
 
-inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
-  prefetch_stream_part(group, pos, bytes, 0, 1);
-}
+// A quantized group (repack.h) holds its blocks' quants, then their metadata (scales,
+// mins): block b's quants at b * Q bytes, its metadata at nb * Q + b * M. The kernels
+// read block after block, so the prefetch runs in that order: at block b it asks for the
+// block `ahead` bytes of this order further on, in this group or, past its end, in the
+// next group the kernel will read (next_group bytes on: the next group, or for decode
+// in pairs the one after the partner).
+//
+// The k-quants once swept the group's bytes in memory order (prefetch_stream). That is
+// the same while a group is shorter than kAhead; in longer groups (ffn_down, k = 5632)
+// the front reached a group's metadata only halfway through the group, and in pairs it
+// read the partner group as it was being read. One core, 256 MB, k = 5632, GB/s: AVX2
+// Q6_K pairs 9.2-9.4 -> 12.4-12.6, Q4_K pairs 13.6-14.3 -> 14.6-15.9; AVX-512 Q6_K
+// 11.8-11.9 -> 13.9-14.1 (at k = 2048 the same within the noise).
+//
+// part(i, parts) is step i of a block of `parts` steps: a share of the quants' lines,
+// and at step 0 the metadata. A k-quant block is 36-53 lines; asked for all at once at
+// the block's start, one core's decode stream is what it would be with no overlap of
+// memory and compute at all; spread over the block it overlaps some (AVX2 decode, one
+// core of an Intel Xeon, 256 MB, GB/s: Q6_K 9.4 -> 11.0, Q4_K 9.0-10.9 -> 10.5-11.5; a
+// plain read 17; docs/performance.md, "Session 11", also lists what did not help).
+template <size_t Q, size_t M>
+class BlockPrefetch {
+ public:
+  BlockPrefetch(const uint8_t* group, size_t next_group, int64_t nb, size_t ahead)
+      : group_(group), next_group_(next_group), nb_(nb), t_(int64_t(ahead / (Q + M))) {
+    while (t_ >= nb_) t_ -= nb_, group_ += next_group_;
+  }
+
+  // Always inlined: GCC counts a prefetch as no side effect, so a call to a function
+  // that only prefetches is a call to a pure function whose result is unused, and it
+  // deletes the call unless the function was inlined first.
+  [[gnu::always_inline]] void part(int i, int parts) const {
+    constexpr size_t kLines = Q / 64;
+    const uint8_t* q = group_ + size_t(t_) * Q;
+    for (size_t l = kLines * size_t(i) / size_t(parts); l < kLines * size_t(i + 1) / size_t(parts); ++l)
+      _mm_prefetch(reinterpret_cast<const char*>(q + l * 64), _MM_HINT_T1);
+    if (i == 0) {  // the lines that start in this block's metadata (the line it starts in came with the last)
+      const uintptr_t m = reinterpret_cast<uintptr_t>(group_ + size_t(nb_) * Q + size_t(t_) * M);
+      for (uintptr_t a = (m + 63) & ~uintptr_t(63); a < m + M; a += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(a), _MM_HINT_T1);
+    }
+  }
+  [[gnu::always_inline]] void all() const { part(0, 1); }
+
+  // On to the next block.
+  void advance() {
+    if (++t_ == nb_) t_ = 0, group_ += next_group_;
+  }
+
+ private:
+  const uint8_t* group_;
+  size_t next_group_;
+  int64_t nb_, t_;
+};
 
 // Calls tile(std::integral_constant<int, N>, c) for columns [c, c + N): full tiles of
 // kMax columns, then one tile of the remaining width (register tiles need N at compile

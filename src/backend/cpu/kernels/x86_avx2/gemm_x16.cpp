@@ -373,10 +373,10 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
   for (int h = 0; h < H; ++h) {
     for (int c = 0; c < N; ++c) acc[h][c] = _mm256_setzero_ps();
   }
-  for (int64_t b = 0; b < nb; ++b) {
+  x86::BlockPrefetch<2048, 256> pf(quants, size_t(nb) * (2048 + 256), nb, x86::kAhead);
+  for (int64_t b = 0; b < nb; ++b, pf.advance()) {
     const uint8_t* mb = meta + b * 256;
-    constexpr size_t kShare = 2048 + 256;  // quants + meta
-    if constexpr (H == 1) prefetch_stream(quants, size_t(b) * kShare, kShare);
+    if constexpr (H == 1) pf.all();
     const BlockQ8KX* cols[N];
     for (int c = 0; c < N; ++c)
       cols[c] = reinterpret_cast<const BlockQ8KX*>(act + size_t(c) * act_stride) + b;
@@ -387,7 +387,7 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
       __m256i isum[N];
       q4_K_sums<N>(quants + b * 2048 + half * 32, s, cols, isum, [&](int i) {
         // Decode streams: the block's prefetch spread over its 8 chunks (x86_tile_loops.h).
-        if constexpr (H == 2) x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, 4 * h + i, 8);
+        if constexpr (H == 2) pf.part(4 * h + i, 8);
       });
       for (int c = 0; c < N; ++c) acc[h][c] = q4_K_block_end(acc[h][c], isum[c], s, mb, half, *cols[c]);
     }
@@ -409,8 +409,12 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
 // order are those of tile_q4_K.
 template <int G>
 void decode_q4_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
-  constexpr size_t kShare = 2048 + 256;  // quants + meta
   __m256 acc[G][2];
+  static_assert(G == 2, "the prefetch below is written for pairs");
+  // Each group's stream goes on two groups further; each is prefetched half of kAhead
+  // ahead, so the pair has kAhead in flight as one group at a time does.
+  x86::BlockPrefetch<2048, 256> pf[G] = {{w, G * group_bytes, nb, x86::kAhead / G},
+                                         {w + group_bytes, G * group_bytes, nb, x86::kAhead / G}};
   for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     Q4KScales s[G][2];
@@ -427,7 +431,7 @@ void decode_q4_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const 
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
         const uint8_t* quants = w + g * group_bytes;
-        x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, i, 4);
+        pf[g].part(i, 4);
         for (int h = 0; h < 2; ++h)
           isum[g][h] = q4_K_chunk(quants + b * 2048 + i * 512 + h * 32, a[b].qs + 64 * i, s[g][h], i, isum[g][h]);
       }
@@ -435,6 +439,7 @@ void decode_q4_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const 
     for (int g = 0; g < G; ++g) {
       const uint8_t* mb = w + g * group_bytes + nb * 2048 + b * 256;
       for (int h = 0; h < 2; ++h) acc[g][h] = q4_K_block_end(acc[g][h], isum[g][h], s[g][h], mb, h, a[b]);
+      pf[g].advance();
     }
   }
   for (int g = 0; g < G; ++g) {
@@ -542,9 +547,9 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
   for (int h = 0; h < H; ++h) {
     for (int c = 0; c < N; ++c) acc[h][c] = _mm256_setzero_ps();
   }
-  for (int64_t b = 0; b < nb; ++b) {
-    constexpr size_t kShare = 3072 + 288;  // quants + meta
-    if constexpr (H == 1) prefetch_stream(quants, size_t(b) * kShare, kShare);
+  x86::BlockPrefetch<3072, 288> pf(quants, size_t(nb) * (3072 + 288), nb, x86::kAhead);
+  for (int64_t b = 0; b < nb; ++b, pf.advance()) {
+    if constexpr (H == 1) pf.all();
     const BlockQ8KX* cols[N];
     for (int c = 0; c < N; ++c)
       cols[c] = reinterpret_cast<const BlockQ8KX*>(act + size_t(c) * act_stride) + b;
@@ -558,7 +563,7 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
       for (int p = 0; p < 2; ++p) {
         for (int k = 0; k < 4; ++k) {
           // Decode streams: the block's prefetch spread over its 16 quarters (x86_tile_loops.h).
-          if constexpr (H == 2) x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, 8 * h + 4 * p + k, 16);
+          if constexpr (H == 2) pf.part(8 * h + 4 * p + k, 16);
           __m256i op[8];
           load_q6_K_quarter(sb, p, k, op);
           if constexpr (N == 1) through_l1(op);
@@ -588,8 +593,12 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
 // GB/s, streamed 12.3-12.7 -> 12.8-13.3).
 template <int G, bool kL1>
 void decode_q6_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
-  constexpr size_t kShare = 3072 + 288;  // quants + meta
   __m256 acc[G][2];
+  static_assert(G == 2, "the prefetch below is written for pairs");
+  // Each group's stream goes on two groups further; each is prefetched half of kAhead
+  // ahead, so the pair has kAhead in flight as one group at a time does.
+  x86::BlockPrefetch<3072, 288> pf[G] = {{w, G * group_bytes, nb, x86::kAhead / G},
+                                         {w + group_bytes, G * group_bytes, nb, x86::kAhead / G}};
   for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     Q6KScales s[G][2];
@@ -606,7 +615,7 @@ void decode_q6_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const 
         const int sub = 8 * p + 2 * k;
         for (int g = 0; g < G; ++g) {
           const uint8_t* quants = w + g * group_bytes;
-          x86::prefetch_stream_part(quants, size_t(b) * kShare, kShare, 4 * p + k, 8);
+          pf[g].part(4 * p + k, 8);
           for (int h = 0; h < 2; ++h) {
             __m256i op[8];
             const uint8_t* sb = quants + b * 3072 + h * 32;
@@ -626,6 +635,7 @@ void decode_q6_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const 
         const __m256 d = scales8(w + g * group_bytes + nb * 3072 + b * 288 + 256 + h * 16);
         acc[g][h] = q6_K_block_end(acc[g][h], isum[g][h], s[g][h], d, a[b]);
       }
+      pf[g].advance();
     }
   }
   for (int g = 0; g < G; ++g) {
