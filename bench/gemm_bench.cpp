@@ -126,7 +126,9 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g, bool stre
       {gemm_kernels_avx2(false), "avx2"},
       {gemm_kernels_avx2(true), "avx2vnni"},
       {gemm_kernels_for(Isa::Avx512), "avx512"}};
-  for (const auto& [g, level] : tables) {
+  for (const auto& table : tables) {
+    const GemmKernels* g = table.first;  // not a structured binding: clang 14 cannot capture those
+    const std::string& level = table.second;
     if (g == nullptr) continue;
     const Isa isa = g->isa;
     for (const Case& c : kCases) {
