@@ -34,8 +34,8 @@ constexpr size_t kAhead = 65536;
 // in that order. Q4_0 and Q8_0 decode keep it too: their metadata is a ninth and a
 // seventeenth of a block, and in block order (BlockPrefetch) they streamed slower (one
 // core, AVX2, 256 MB, GB/s: Q4_0 12.4-12.7 against 13.5-14.8, Q8_0 12.6-13.3 against
-// 13.1-14.7).
-inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
+// 13.1-14.7). Always inlined, as BlockPrefetch::part below, and for its reason.
+[[gnu::always_inline]] inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
   const uint8_t* p = group + pos + kAhead;
   for (size_t l = 0; l < (bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + l * 64), _MM_HINT_T1);
 }
