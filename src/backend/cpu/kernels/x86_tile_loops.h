@@ -95,6 +95,16 @@ class BlockPrefetch {
   int64_t nb_, t_;
 };
 
+// The prefetch of decode in pairs (groups g and g + 1 read side by side, then g + 2 and
+// g + 3): each group's stream goes on two groups further, and each is prefetched half of
+// kAhead ahead, so the pair has kAhead in flight as one group at a time does.
+template <size_t Q, size_t M>
+struct PairPrefetch {
+  PairPrefetch(const uint8_t* w, size_t group_bytes, int64_t nb)
+      : group{{w, 2 * group_bytes, nb, kAhead / 2}, {w + group_bytes, 2 * group_bytes, nb, kAhead / 2}} {}
+  BlockPrefetch<Q, M> group[2];
+};
+
 // Calls tile(std::integral_constant<int, N>, c) for columns [c, c + N): full tiles of
 // kMax columns, then one tile of the remaining width (register tiles need N at compile
 // time).

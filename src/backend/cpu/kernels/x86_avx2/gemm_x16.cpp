@@ -411,10 +411,7 @@ template <int G>
 void decode_q4_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
   __m256 acc[G][2];
   static_assert(G == 2, "the prefetch below is written for pairs");
-  // Each group's stream goes on two groups further; each is prefetched half of kAhead
-  // ahead, so the pair has kAhead in flight as one group at a time does.
-  x86::BlockPrefetch<2048, 256> pf[G] = {{w, G * group_bytes, nb, x86::kAhead / G},
-                                         {w + group_bytes, G * group_bytes, nb, x86::kAhead / G}};
+  x86::PairPrefetch<2048, 256> pf(w, group_bytes, nb);
   for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     Q4KScales s[G][2];
@@ -431,7 +428,7 @@ void decode_q4_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const 
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
         const uint8_t* quants = w + g * group_bytes;
-        pf[g].part(i, 4);
+        pf.group[g].part(i, 4);
         for (int h = 0; h < 2; ++h)
           isum[g][h] = q4_K_chunk(quants + b * 2048 + i * 512 + h * 32, a[b].qs + 64 * i, s[g][h], i, isum[g][h]);
       }
@@ -439,7 +436,7 @@ void decode_q4_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const 
     for (int g = 0; g < G; ++g) {
       const uint8_t* mb = w + g * group_bytes + nb * 2048 + b * 256;
       for (int h = 0; h < 2; ++h) acc[g][h] = q4_K_block_end(acc[g][h], isum[g][h], s[g][h], mb, h, a[b]);
-      pf[g].advance();
+      pf.group[g].advance();
     }
   }
   for (int g = 0; g < G; ++g) {
@@ -595,10 +592,7 @@ template <int G, bool kL1>
 void decode_q6_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
   __m256 acc[G][2];
   static_assert(G == 2, "the prefetch below is written for pairs");
-  // Each group's stream goes on two groups further; each is prefetched half of kAhead
-  // ahead, so the pair has kAhead in flight as one group at a time does.
-  x86::BlockPrefetch<3072, 288> pf[G] = {{w, G * group_bytes, nb, x86::kAhead / G},
-                                         {w + group_bytes, G * group_bytes, nb, x86::kAhead / G}};
+  x86::PairPrefetch<3072, 288> pf(w, group_bytes, nb);
   for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     Q6KScales s[G][2];
@@ -615,7 +609,7 @@ void decode_q6_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const 
         const int sub = 8 * p + 2 * k;
         for (int g = 0; g < G; ++g) {
           const uint8_t* quants = w + g * group_bytes;
-          pf[g].part(4 * p + k, 8);
+          pf.group[g].part(4 * p + k, 8);
           for (int h = 0; h < 2; ++h) {
             __m256i op[8];
             const uint8_t* sb = quants + b * 3072 + h * 32;
@@ -635,7 +629,7 @@ void decode_q6_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const 
         const __m256 d = scales8(w + g * group_bytes + nb * 3072 + b * 288 + 256 + h * 16);
         acc[g][h] = q6_K_block_end(acc[g][h], isum[g][h], s[g][h], d, a[b]);
       }
-      pf[g].advance();
+      pf.group[g].advance();
     }
   }
   for (int g = 0; g < G; ++g) {

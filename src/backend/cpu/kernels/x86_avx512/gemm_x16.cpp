@@ -197,9 +197,7 @@ inline __m512i q4_K_chunk(const uint8_t* words, const int8_t* q, const Q4KScales
 // two groups read side by side, chunk by chunk, so that the hardware prefetchers follow
 // two streams. Each output's operations and their order are those of tile_q4_K.
 void decode_q4_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
-  // Each group's stream goes on two groups further, each half of kAhead ahead.
-  x86::BlockPrefetch<2048, 256> pf[2] = {{w, 2 * group_bytes, nb, x86::kAhead / 2},
-                                         {w + group_bytes, 2 * group_bytes, nb, x86::kAhead / 2}};
+  x86::PairPrefetch<2048, 256> pf(w, group_bytes, nb);
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
     Q4KScales s[2];
@@ -211,13 +209,13 @@ void decode_q4_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const Bl
     for (int i = 0; i < 4; ++i) {
       for (int g = 0; g < 2; ++g) {
         const uint8_t* quants = w + g * group_bytes;
-        pf[g].part(i, 4);
+        pf.group[g].part(i, 4);
         isum[g] = q4_K_chunk(quants + b * 2048 + i * 512, a[b].qs + 64 * i, s[g], i, isum[g]);
       }
     }
     for (int g = 0; g < 2; ++g) {
       acc[g] = q4_K_block_end(acc[g], isum[g], s[g], w + g * group_bytes + nb * 2048 + b * 256, a[b]);
-      pf[g].advance();
+      pf.group[g].advance();
     }
   }
   for (int g = 0; g < 2; ++g) _mm512_storeu_ps(dst + g * kGroupRows, acc[g]);
@@ -336,9 +334,7 @@ inline __m512 q6_K_block_end(__m512 acc, __m512i isum, const Q6KScales& s, const
 // Decode in pairs (see decode_q4_K_pair): quarter by quarter, the two groups in turn.
 // Each output's operations and their order are those of tile_q6_K.
 void decode_q6_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
-  // Each group's stream goes on two groups further, each half of kAhead ahead.
-  x86::BlockPrefetch<3072, 288> pf[2] = {{w, 2 * group_bytes, nb, x86::kAhead / 2},
-                                         {w + group_bytes, 2 * group_bytes, nb, x86::kAhead / 2}};
+  x86::PairPrefetch<3072, 288> pf(w, group_bytes, nb);
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
     Q6KScales s[2];
@@ -351,7 +347,7 @@ void decode_q6_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const Bl
       for (int k = 0; k < 4; ++k) {
         for (int g = 0; g < 2; ++g) {
           const uint8_t* quants = w + g * group_bytes;
-          pf[g].part(4 * h + k, 8);
+          pf.group[g].part(4 * h + k, 8);
           const uint8_t* sb = quants + b * 3072;
           asm volatile("" : "+r"(sb));  // one base register, not an induction variable per word
           __m512i op[8];
@@ -365,7 +361,7 @@ void decode_q6_K_pair(const uint8_t* w, size_t group_bytes, int64_t nb, const Bl
     }
     for (int g = 0; g < 2; ++g) {
       acc[g] = q6_K_block_end(acc[g], isum[g], s[g], w + g * group_bytes + nb * 3072 + b * 288, a[b]);
-      pf[g].advance();
+      pf.group[g].advance();
     }
   }
   for (int g = 0; g < 2; ++g) _mm512_storeu_ps(dst + g * kGroupRows, acc[g]);
