@@ -13,10 +13,9 @@ constexpr size_t kAlign = 64;
 // Activation bytes a chunk of columns may take: the chunk stays in L2 (2 MiB on the
 // machines we measure) while every weight group of the thread passes over it.
 constexpr size_t kChunkBytes = 1u << 20;
-// Runs of weight groups per thread in the work queue: enough that a thread that is done
-// can take over part of a slow one's share, few enough that each run is a long
-// sequential stream for the prefetchers.
-constexpr int64_t kRunsPerThread = 8;
+// The work queue hands out weight groups in multiples of two: decode reads the k-quants
+// two groups at a time (pairs_then_groups).
+constexpr int64_t kGrain = 2;
 
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -119,9 +118,11 @@ bool mul_mat_x16_prepare(Tensor* node, const KernelParams& p) {
 
 // The weight groups are split between the threads; with fewer groups than threads, the
 // columns are. When all columns fit in one chunk (generation, small batches) the groups
-// are handed out as runs through a WorkQueue: each thread streams its own share of the
-// matrix in order, and one that finishes early takes runs from the end of another's
-// share instead of waiting for it. dst is dense: column c (a src1 row, all planes
+// are handed out through a WorkQueue: each thread streams its own share of the matrix in
+// order, in ranges that shrink towards the share's end, and one that finishes early takes
+// over the back half of what another has left instead of waiting for it. (With 8 fixed
+// runs per thread, the two threads of a Q8_0 TinyLlama token finished each matrix 8-77 µs
+// apart, 4% of its time; now 4-8 µs, docs/performance.md.) dst is dense: column c (a src1 row, all planes
 // flattened) is dst + c * ne0. Every output is computed by one tile with a fixed order
 // of operations, so the split never changes the results.
 void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
@@ -161,9 +162,9 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
   const int64_t tile = l.quantized ? 24 : 12;
   const int64_t chunk = std::max<int64_t>(tile, int64_t(kChunkBytes / l.act_row) / tile * tile);
   if (n_cols <= chunk && n_groups >= p.nth && p.slots != nullptr) {
-    const int64_t n_runs = std::min<int64_t>(n_groups, kRunsPerThread * p.nth);
-    WorkQueue queue(p.slots, p.ith, p.nth, p.seq, n_runs);
-    for (int64_t r; queue.next(&r);) run(n_groups * r / n_runs, n_groups * (r + 1) / n_runs, 0, n_cols);
+    const int64_t n_items = std::min(n_groups, WorkQueue::kMaxItems);
+    WorkQueue queue(p.slots, p.ith, p.nth, p.seq, n_items, kGrain);
+    for (int64_t f, e; queue.next(&f, &e);) run(n_groups * f / n_items, n_groups * e / n_items, 0, n_cols);
     return;
   }
   int64_t g0 = 0, g1 = n_groups, c0 = 0, c1 = n_cols;
