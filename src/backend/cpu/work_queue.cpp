@@ -8,9 +8,9 @@ namespace tessera::cpu {
 namespace {
 
 // A slot's word: the node tag in the high 32 bits, then the first and the end of the
-// unclaimed range in 16 bits each. A range only shrinks, until its owner, having emptied
-// it, refills it with items it took from another slot; those were unclaimed, so a word
-// never returns to an earlier value and a compare-exchange cannot be fooled (no ABA).
+// unclaimed range in 16 bits each. The word is the slot's whole state: a compare-exchange
+// that succeeds acts on the range as it is at that moment, even if the slot held other
+// ranges in between (a refilled slot can hold a range it held before), so ABA is harmless.
 uint64_t pack(uint32_t tag, int64_t first, int64_t end) {
   return uint64_t(tag) << 32 | uint64_t(first) << 16 | uint64_t(end);
 }

@@ -44,10 +44,11 @@ constexpr size_t kAhead = 65536;
 // prefetch_stream, one line at a time between the lines the tile reads (a step per line,
 // and one more per block, so the sweep keeps up with blocks that are not whole lines),
 // rather than all of a block's lines at its start. One core, AVX2, 256 MB, interleaved,
-// GB/s: Q8_0 14.9-15.7 -> 18.5-19.8, Q4_0 15.1-15.4 -> 18.8-20.3 (a plain read: ~17).
-// With all of a block's lines asked for at its start they were ~15; with a computed share of
-// them at each step (a division and a loop, which cost more than the line) 17-19 for Q8_0
-// but 14-15 for Q4_0. Always inlined, as BlockPrefetch::part below, and for its reason.
+// GB/s, with the lines read whole: all of a block's lines asked for at its start, Q8_0
+// 15.0-15.7, Q4_0 15.7-17.2; a computed share of them at each step (a division and a
+// loop, which cost more than the line) 17.0-18.9 and 14.1-15.0; this, 18.5-19.8 and
+// 18.8-20.3 (a plain read: ~17). Always inlined, as BlockPrefetch::part below, and for its
+// reason.
 class LineCursor {
  public:
   explicit LineCursor(const uint8_t* group)

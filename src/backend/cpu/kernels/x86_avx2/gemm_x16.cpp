@@ -213,8 +213,9 @@ void tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, int h0, con
 // Decode (one column): the block's lines in order, both halves of each at once, with
 // the prefetch one line per line read (x86::LineCursor). The tile above reads a block
 // half by half (each line twice, 32 bytes at a time), with its prefetch at the block's
-// start; streamed, one core, GB/s: Q8_0 ~15 -> 18.5-19.8, Q4_0 ~15 -> 18.8-20.3. The
-// integer sums are exact, so they match the tile's in any order.
+// start; streamed, one core, GB/s: Q8_0 16.0-17.2 -> 19.4-20.1, Q4_0 16.1-18.1 ->
+// 19.6-20.4 (docs/performance.md, session 14). The integer sums are exact, so they match
+// the tile's in any order.
 template <bool kQ4>
 void decode_tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, const BlockQ8X* col, float* dst) {
   constexpr int kBlockBytes = kQ4 ? 256 : 512;
