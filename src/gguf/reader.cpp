@@ -193,10 +193,13 @@ Status FileParser::parse_alignment() {
   if (v->type() != ValueType::U32) {
     return c_.fail("key 'general.alignment' has type " + type_description(*v) + ", expected u32");
   }
+  // The GGUF spec asks for a multiple of 8, and llama.cpp for a power of two. Below 8 the
+  // tensor data would not be aligned for its elements (a 2-byte F16 row at an odd address),
+  // which the kernels read in place.
   const auto a = static_cast<uint32_t>(*v->as_int());
-  if (a == 0 || (a & (a - 1)) != 0) {
+  if (a < 8 || (a & (a - 1)) != 0) {
     return c_.fail("key 'general.alignment' is " + std::to_string(a) +
-                   ", expected a non-zero power of two");
+                   ", expected a power of two of at least 8");
   }
   f_.alignment_ = a;
   return Status::ok();

@@ -12,7 +12,8 @@ namespace {
 constexpr uint32_t kVersion = 3;
 constexpr std::string_view kAlignmentKey = "general.alignment";
 
-bool is_power_of_two(uint64_t a) { return a != 0 && (a & (a - 1)) == 0; }
+// What the reader accepts (reader.cpp, parse_alignment): a power of two of at least 8.
+bool valid_alignment(uint64_t a) { return a >= 8 && (a & (a - 1)) == 0; }
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 void put_bytes(std::vector<uint8_t>& out, const void* p, size_t n) {
@@ -66,7 +67,7 @@ void Writer::encode_payload(std::vector<uint8_t>& out, const Value& v) {
 }
 
 void Writer::set(std::string key, Value value) {
-  if (key == kAlignmentKey && value.type() == ValueType::U32 && is_power_of_two(uint64_t(*value.as_int()))) {
+  if (key == kAlignmentKey && value.type() == ValueType::U32 && valid_alignment(uint64_t(*value.as_int()))) {
     alignment_ = size_t(*value.as_int());
   }
   for (auto& [k, v] : metadata_) {
@@ -79,8 +80,8 @@ void Writer::set(std::string key, Value value) {
 }
 
 void Writer::set_alignment(size_t alignment) {
-  TESSERA_CHECK_MSG(is_power_of_two(alignment) && alignment <= UINT32_MAX,
-                    "alignment must be a non-zero power of two that fits in u32");
+  TESSERA_CHECK_MSG(valid_alignment(alignment) && alignment <= UINT32_MAX,
+                    "alignment must be a power of two of at least 8 that fits in u32");
   alignment_ = alignment;
   if (alignment != kDefaultAlignment) {
     set(std::string(kAlignmentKey), Value(uint32_t(alignment)));

@@ -124,6 +124,9 @@ std::vector<BadCase> bad_cases() {
       {"alignment_type", [] { return with_key("general.alignment", "64"); }, {"general.alignment", "has type string"}},
       {"alignment_u64", [] { return with_key("general.alignment", uint64_t(64)); }, {"general.alignment", "u64"}},
       {"alignment_zero", [] { return with_key("general.alignment", uint32_t(0)); }, {"general.alignment", "power of two"}},
+      // Found by the fuzzer: alignment 1 put an F16 tensor at an odd address.
+      {"alignment_1", [] { return with_key("general.alignment", uint32_t(1)); }, {"general.alignment", "is 1", "at least 8"}},
+      {"alignment_4", [] { return with_key("general.alignment", uint32_t(4)); }, {"general.alignment", "is 4"}},
       {"alignment_48", [] { return with_key("general.alignment", uint32_t(48)); }, {"general.alignment", "is 48"}},
       {"empty_tensor_name", patched([](Bytes& b) { poke<uint64_t>(b, find_text(b, "tensor_a") - 8, 0); }),
        {"tensor #0 name", "empty"}},
@@ -235,7 +238,7 @@ TEST(GgufBadFiles, BaseFileIsValid) {
 
 TEST(GgufBadFiles, CorpusIsRejectedWithAMessage) {
   const auto cases = bad_cases();
-  ASSERT_GE(cases.size(), 51u);
+  ASSERT_GE(cases.size(), 53u);
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.name);
     auto f = File::from_bytes(c.make(), "bad.gguf");
