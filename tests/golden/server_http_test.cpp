@@ -435,6 +435,10 @@ TEST_F(ServerHttp, TokenizeDetokenizeApplyTemplate) {
   EXPECT_EQ(bos.body["tokens"][0]["id"], 1);  // BOS of this vocabulary
   EXPECT_TRUE(bos.body["tokens"][1].contains("piece"));
   expect_error(a.post("/detokenize", json{{"tokens", {-1}}}), 400, "tokens");
+  expect_error(a.post("/detokenize", json::object()), 400, "tokens");  // required, like every endpoint's
+  const Reply empty = a.post("/detokenize", json{{"tokens", json::array()}});
+  ASSERT_EQ(empty.status, 200) << empty.text;
+  EXPECT_EQ(empty.body["content"], "");
   expect_error(a.post("/tokenize", json{{"content", 5}}), 400, "content");
   const Reply p = a.post("/apply-template", json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}});
   ASSERT_EQ(p.status, 200) << p.text;

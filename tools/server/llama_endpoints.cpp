@@ -166,8 +166,9 @@ void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib:
   const json body_json = parse_body(req.body);
   const Fields body(body_json);
   const json* tokens = body.array("tokens");
+  if (!tokens) throw bad_field("tokens", "'tokens' is required");
   std::vector<TokenId> ids;
-  if (tokens && !tokens->empty()) ids = decode_token_list(*tokens, "tokens", ctx.tokenizer().n_vocab());
+  if (!tokens->empty()) ids = decode_token_list(*tokens, "tokens", ctx.tokenizer().n_vocab());
   send_json(res, {{"content", ctx.tokenizer().decode(ids)}});
 }
 
