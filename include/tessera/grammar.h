@@ -34,7 +34,9 @@ class Grammar {
   /// Parses `text`. Errors read "<source>:LINE:COLUMN: what" (columns count characters):
   /// a missing '::=', an unterminated string or character class, an unknown escape, an
   /// unclosed '(', a misplaced repetition, an undefined rule, a rule defined twice, no
-  /// `root` rule, left recursion, invalid UTF-8.
+  /// `root` rule, left recursion, invalid UTF-8. And "<source>: the grammar is too
+  /// ambiguous..." for a grammar whose start alone has more parse stacks than
+  /// limits::kMaxGrammarStacks (it could accept no text).
   static Result<std::shared_ptr<const Grammar>> parse(std::string_view text,
                                                       std::string_view source = "grammar");
   /// The text of a grammar shipped with tessera (the files of grammars/, compiled in):

@@ -14,6 +14,7 @@
 
 #include "common/server_process.h"
 #include "common/test_util.h"
+#include "tessera/limits.h"
 
 namespace tessera {
 namespace {
@@ -483,6 +484,18 @@ TEST_F(ServerHttp, Embeddings) {
   EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-3);
   EXPECT_EQ(r.body["data"][1]["index"], 1);
   EXPECT_GT(r.body["usage"]["prompt_tokens"].get<int>(), 0);
+}
+
+TEST_F(ServerHttp, GrammarPastTheStackLimitIs400) {
+  Api a = api();
+  const Reply r = a.post("/completion", json{{"prompt", "Once"}, {"n_predict", 4},
+                                             {"grammar", "root ::= (\"a\"?{1,200}){1,200}"}});
+  expect_error(r, 400, "grammar");
+  EXPECT_EQ(r.body["error"]["type"], "invalid_request_error") << r.text;
+  const std::string message = r.body["error"]["message"].get<std::string>();
+  EXPECT_NE(message.find("kMaxGrammarStacks"), std::string::npos) << message;
+  EXPECT_NE(message.find(std::to_string(limits::kMaxGrammarStacks)), std::string::npos) << message;
+  EXPECT_EQ(a.get("/health").status, 200);  // and the server goes on serving
 }
 
 TEST_F(ServerHttp, MetricsText) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "tessera/limits.h"
 #include "tessera/tokenizer.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab.h"
@@ -175,10 +176,21 @@ TEST(GrammarMatch, AmbiguousRepetitions) {
   ASSERT_TRUE(nullable);
   EXPECT_TRUE(complete(nullable, "- - - x"));
   EXPECT_TRUE(complete(nullable, "x"));
-  // Past limits::kMaxGrammarStacks (200 x 200 stacks after one "a") the text is refused.
-  const auto explosive = parse_ok("root ::= (\"a\"?{1,200}){1,200}");
+  // Past limits::kMaxGrammarStacks (the nested optional repetition has more than that at
+  // its start) the text is refused: the "c", whose next stacks are those of the repetition.
+  const auto explosive = parse_ok("root ::= \"b\" \"c\" (\"a\"?{1,200}){1,200}");
   ASSERT_TRUE(explosive);
-  EXPECT_EQ(first_refusal(explosive, "a"), 0);
+  EXPECT_EQ(first_refusal(explosive, "bca"), 1);
+}
+
+TEST(GrammarParse, TooManyStacksAtTheStartIsAnError) {
+  // Such a grammar could accept no text at all: parse refuses it, naming the limit.
+  const Result<std::shared_ptr<const Grammar>> g = Grammar::parse("root ::= (\"a\"?{1,200}){1,200}", "g");
+  ASSERT_FALSE(g.is_ok());
+  const std::string& m = g.status().message();
+  EXPECT_EQ(m.rfind("g: ", 0), 0u) << m;
+  EXPECT_NE(m.find("kMaxGrammarStacks"), std::string::npos) << m;
+  EXPECT_NE(m.find(std::to_string(limits::kMaxGrammarStacks)), std::string::npos) << m;
 }
 
 TEST(GrammarMatch, ClassesAndAnyCharacter) {

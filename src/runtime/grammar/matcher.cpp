@@ -4,6 +4,7 @@
 #include "runtime/grammar/builtin.h"
 #include "runtime/grammar/matcher_state.h"
 #include "runtime/grammar/parser.h"
+#include "tessera/limits.h"
 #include "tokenizer/unicode.h"
 
 namespace tessera {
@@ -54,6 +55,13 @@ Result<std::shared_ptr<const Grammar>> Grammar::parse(std::string_view text,
                                                       std::string_view source) {
   Result<grammar::Rules> rules = grammar::parse_gbnf(text, source);
   if (!rules) return rules.status();
+  // The root has at least one alternative, so its start has at least one stack: none
+  // means the expansion went past the limit, and such a grammar could accept nothing.
+  if (grammar::initial_stacks(*rules).empty()) {
+    return Status::error(std::string(source) + ": the grammar is too ambiguous: its start has more than " +
+                         std::to_string(limits::kMaxGrammarStacks) +
+                         " parse stacks (tessera's limit kMaxGrammarStacks)");
+  }
   auto owned = std::make_unique<const grammar::Rules>(std::move(rules).value());
   return std::shared_ptr<const Grammar>(new Grammar(std::move(owned)));
 }
