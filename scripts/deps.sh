@@ -4,7 +4,7 @@
 # --fuzz: also clang and its libFuzzer and sanitizer runtimes (scripts/fuzz.sh).
 set -euo pipefail
 packages=(cmake make g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-          libcli11-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev
+          libcli11-dev nlohmann-json3-dev libpcre2-dev libboost-dev libcpp-httplib-dev
           libopenmpi-dev openmpi-bin)  # --mpi: a model split across the ranks of an mpirun job
 if [ "${1:-}" = "--tests" ]; then
   packages+=(tmux      # the test that drives `tessera chat` in a real terminal

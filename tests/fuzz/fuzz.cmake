@@ -12,7 +12,7 @@ function(tessera_fuzz_executable name)
   add_executable(${name} ${ARGN} ${TESSERA_FUZZ_SUPPORT})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests
                                              ${CMAKE_SOURCE_DIR}/tools)
-  target_link_libraries(${name} PRIVATE tessera nlohmann_json::nlohmann_json PkgConfig::HTTPLIB)
+  target_link_libraries(${name} PRIVATE tessera nlohmann_json::nlohmann_json Boost::headers)
   target_compile_definitions(${name} PRIVATE TESSERA_SHARED_DEFAULT="${CMAKE_SOURCE_DIR}/../shared")
   tessera_target_options(${name})
   add_dependencies(fuzz ${name})

@@ -4,14 +4,13 @@
 // apply-template run their whole handler. Only ApiError (a 4xx/5xx JSON answer) may
 // leave; anything else would reach the client as a 500 and is a finding. The model is
 // the built-in default (its tokenizer and chat template).
-#include <httplib.h>
-
 #include <cstddef>
 #include <cstdint>
 
 #include "fuzz/fuzz_support.h"
 #include "server/endpoints.h"
 #include "server/errors.h"
+#include "server/http_message.h"
 #include "server/request_decode.h"
 #include "server/server_context.h"
 
@@ -41,8 +40,8 @@ ServerContext& context() {
 
 void run(uint8_t endpoint, std::string body) {
   ServerContext& ctx = context();
-  httplib::Request req;
-  httplib::Response res;
+  HttpRequest req;
+  HttpResponse res;
   req.body = std::move(body);
   switch (endpoint % 7) {
     case 0: decode_job(parse_body(req.body), Dialect::Chat, ctx); break;

@@ -57,6 +57,24 @@ void add_network_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--max-body", f.o.max_body_bytes, "largest request body in bytes; larger ones get 413")
       ->capture_default_str()
       ->check(CLI::Range(size_t(1024), size_t(1) << 30));
+  cmd->add_option("--max-connections", f.o.max_connections,
+                  "connections open at once; more are answered 503 and closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-connections-per-client", f.o.max_connections_per_client,
+                  "connections open at once from one client address (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--idle-timeout", f.o.idle_timeout_s, "seconds a connection may wait for its next request")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 86400.0));
+  cmd->add_option("--header-timeout", f.o.header_timeout_s,
+                  "seconds from a request's first byte to the end of its headers (then 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 86400.0));
+  cmd->add_option("--body-timeout", f.o.body_timeout_s, "seconds for a request's body to arrive (then 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 86400.0));
   cmd->add_flag("--no-webui", f.no_webui, "do not serve the web chat page (GET / answers 404)");
   cmd->add_flag("--metrics", f.o.metrics, "serve Prometheus metrics at GET /metrics (without: 501)");
 }

@@ -1,32 +1,25 @@
-// Noticing that the client of a non-streaming request went away.
-//
-// cpp-httplib 0.11 gives a handler no access to its connection (streams have
-// DataSink::is_writable, plain handlers nothing). So the watch finds the handler's
-// socket itself: the descriptor under /proc/self/fd whose local and peer addresses are
-// the request's (the 4-tuple is unique, and the connection cannot close while its
-// handler runs). closed() then polls it for POLLRDHUP / POLLHUP / POLLERR: the peer shut
-// its side down. A client that half-closes after sending its request would be taken for
-// gone; HTTP clients do not do that.
+// Noticing that the client of a request went away, while its handler waits on the
+// engine. The transport watches the socket (http_connection.h): a reset, a failed or
+// stalled write, or a close that the probe after the client's FIN finds. A client that
+// only half-closed (`shutdown(SHUT_WR)` after its request) is not gone: it gets its answer.
 #pragma once
 
-namespace httplib {
-struct Request;
-}
+#include <memory>
+
+#include "server/http_message.h"
 
 namespace tessera::server {
 
 class ConnectionWatch {
  public:
-  /// Looks the socket up; when it cannot be found, closed() is always false.
-  explicit ConnectionWatch(const httplib::Request& req);
+  explicit ConnectionWatch(const HttpRequest& req) : peer_(req.peer) {}
   /// A watch that never reports a close.
   ConnectionWatch() = default;
-  /// True once the peer has closed the connection.
-  bool closed();
+  /// True once the client is known to be gone.
+  bool closed() const { return peer_ && peer_->gone.load(std::memory_order_relaxed); }
 
  private:
-  int fd_ = -1;
-  bool closed_ = false;
+  std::shared_ptr<const PeerState> peer_;
 };
 
 }  // namespace tessera::server

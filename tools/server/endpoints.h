@@ -4,41 +4,38 @@
 
 #include <nlohmann/json.hpp>
 
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
+#include "server/http_message.h"
 
 namespace tessera::server {
 
 struct ServerContext;
 
-using Handler = void (*)(ServerContext&, const httplib::Request&, httplib::Response&);
+using Handler = void (*)(ServerContext&, const HttpRequest&, HttpResponse&);
 
 // OpenAI (openai_endpoints.cpp)
-void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_models(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_chat_completions(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+void handle_completions(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+void handle_embeddings(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+void handle_models(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 /// GET /v1/models/{id}: the model, or 404 for another id.
-void handle_model(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_model(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 
 // llama.cpp's (llama_endpoints.cpp)
-void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_apply_template(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_props(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_slots(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+void handle_tokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+void handle_detokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+void handle_apply_template(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+void handle_props(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+void handle_slots(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 
 // Service (service_endpoints.cpp)
-void handle_health(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-void handle_metrics(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_health(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+void handle_metrics(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 
 /// The --lora adapters, in llama.cpp's shape: [{"id", "path", "scale"}] (/props, /v1/models).
 nlohmann::json adapters_json(const ServerContext& ctx);
 /// Writes `body` as the JSON response with `status`.
-void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
+void send_json(HttpResponse& res, const nlohmann::json& body, int status = 200);
 /// Seconds since the epoch (the `created` field).
 int64_t unix_time();
 

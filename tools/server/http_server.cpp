@@ -1,16 +1,16 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
+#include <strings.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "server/endpoints.h"
 #include "server/errors.h"
+#include "server/http_transport.h"
+#include "server/request_limits.h"
 #include "server/request_log.h"
 #include "server/server_context.h"
 #include "server/webui_assets.h"
@@ -23,37 +23,36 @@ struct Route {
   const char* method;  // GET routes also answer HEAD
   Handler handler;
   bool needs_key;
+  bool waits;  // waits on the engine or works in proportion to the body: runs on a worker
 };
 
 constexpr Route kRoutes[] = {
-    {"/health", "GET", handle_health, false},
-    {"/v1/health", "GET", handle_health, false},
-    {"/v1/models", "GET", handle_models, true},
-    {"/models", "GET", handle_models, true},
-    {"/v1/models/*", "GET", handle_model, true},
-    {"/models/*", "GET", handle_model, true},
-    {"/v1/chat/completions", "POST", handle_chat_completions, true},
-    {"/chat/completions", "POST", handle_chat_completions, true},
-    {"/v1/completions", "POST", handle_completions, true},
-    {"/v1/embeddings", "POST", handle_embeddings, true},
-    {"/completion", "POST", handle_completion, true},
-    {"/tokenize", "POST", handle_tokenize, true},
-    {"/detokenize", "POST", handle_detokenize, true},
-    {"/apply-template", "POST", handle_apply_template, true},
-    {"/props", "GET", handle_props, true},
-    {"/slots", "GET", handle_slots, true},
-    {"/metrics", "GET", handle_metrics, true},
+    {"/health", "GET", handle_health, false, false},
+    {"/v1/health", "GET", handle_health, false, false},
+    {"/v1/models", "GET", handle_models, true, false},
+    {"/models", "GET", handle_models, true, false},
+    {"/v1/models/*", "GET", handle_model, true, false},
+    {"/models/*", "GET", handle_model, true, false},
+    {"/v1/chat/completions", "POST", handle_chat_completions, true, true},
+    {"/chat/completions", "POST", handle_chat_completions, true, true},
+    {"/v1/completions", "POST", handle_completions, true, true},
+    {"/v1/embeddings", "POST", handle_embeddings, true, true},
+    {"/completion", "POST", handle_completion, true, true},
+    {"/tokenize", "POST", handle_tokenize, true, true},
+    {"/detokenize", "POST", handle_detokenize, true, true},
+    {"/apply-template", "POST", handle_apply_template, true, true},
+    {"/props", "GET", handle_props, true, false},
+    {"/slots", "GET", handle_slots, true, false},
+    {"/metrics", "GET", handle_metrics, true, false},
 };
 
-std::atomic<bool> g_stopping{false};
-
-void send_error(httplib::Response& res, const ApiError& e) {
+void send_error(HttpResponse& res, const ApiError& e) {
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
   send_json(res, error_json(e), e.status);
 }
 
 /// The key a request presents: "Authorization: Bearer KEY", else "X-Api-Key: KEY".
-std::string presented_key(const httplib::Request& req) {
+std::string presented_key(const HttpRequest& req) {
   const std::string auth = req.get_header_value("Authorization");
   if (auth.size() > 7 && strncasecmp(auth.c_str(), "Bearer ", 7) == 0) return auth.substr(7);
   return req.get_header_value("X-Api-Key");
@@ -76,15 +75,27 @@ bool path_matches(const Route& r, const std::string& path) {
 
 bool is_get(const std::string& method) { return method == "GET" || method == "HEAD"; }
 
-void answer_preflight(const ServerContext& ctx, const Route& route, httplib::Response& res) {
+/// The route of a path and method, else null (`any`: a route of the path, any method).
+const Route* find_route(const HttpRequest& req, const Route** any) {
+  const Route* route = nullptr;
+  *any = nullptr;
+  for (const Route& r : kRoutes) {
+    if (!path_matches(r, req.path)) continue;
+    if (!*any) *any = &r;
+    if (req.method == r.method || (is_get(req.method) && std::strcmp(r.method, "GET") == 0)) route = &r;
+  }
+  if (route) *any = route;
+  return route;
+}
+
+void answer_preflight(const Route& route, HttpResponse& res) {
   res.status = 204;
   res.set_header("Access-Control-Allow-Methods", std::string(route.method) + ", OPTIONS");
   res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
   res.set_header("Access-Control-Max-Age", "86400");
-  (void)ctx;
 }
 
-void run_handler(ServerContext& ctx, const Route& route, const httplib::Request& req, httplib::Response& res) {
+void run_handler(ServerContext& ctx, const Route& route, const HttpRequest& req, HttpResponse& res) {
   try {
     route.handler(ctx, req, res);
   } catch (const ApiError& e) {
@@ -97,15 +108,10 @@ void run_handler(ServerContext& ctx, const Route& route, const httplib::Request&
 }
 
 /// Routing, method check, preflight, key check, then the handler.
-void dispatch(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  const Route* route = nullptr;
-  bool path_known = false;
-  for (const Route& r : kRoutes) {
-    if (!path_matches(r, req.path)) continue;
-    path_known = true;
-    if (req.method == r.method || (is_get(req.method) && std::strcmp(r.method, "GET") == 0)) route = &r;
-  }
-  if (!path_known) {
+void dispatch(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
+  const Route* any = nullptr;
+  const Route* route = find_route(req, &any);
+  if (!any) {
     const WebAsset* asset = ctx.options.webui && is_get(req.method) ? find_asset(req.path) : nullptr;
     if (asset) {
       res.status = 200;
@@ -116,13 +122,9 @@ void dispatch(ServerContext& ctx, const httplib::Request& req, httplib::Response
     send_error(res, not_found("no such endpoint: " + req.method + " " + req.path));
     return;
   }
-  const Route* any = route;
-  for (const Route& r : kRoutes) {
-    if (!any && path_matches(r, req.path)) any = &r;
-  }
   request_log().endpoint = any->path;
   if (!route) {
-    if (req.method == "OPTIONS" && !ctx.options.cors_origin.empty()) return answer_preflight(ctx, *any, res);
+    if (req.method == "OPTIONS" && !ctx.options.cors_origin.empty()) return answer_preflight(*any, res);
     res.set_header("Allow", std::string(any->method) + (std::strcmp(any->method, "GET") == 0 ? ", HEAD" : ""));
     send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path + " (use " +
                                       any->method + ")",
@@ -137,21 +139,24 @@ void dispatch(ServerContext& ctx, const httplib::Request& req, httplib::Response
   run_handler(ctx, *route, req, res);
 }
 
-/// httplib's own errors (bad request line, 413, ...) in the JSON shape.
-httplib::Server::HandlerResponse on_error(const httplib::Request&, httplib::Response& res) {
-  if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-  const int s = res.status;
-  if (s == 413) {
-    send_error(res, ApiError(413, "request body too large", "invalid_request_error", {}, "payload_too_large"));
-  } else {
-    const char* what = s == 400 ? "malformed HTTP request" : s == 414 ? "request URI too long" : "HTTP error";
-    send_error(res, ApiError(s, std::string(what) + " (status " + std::to_string(s) + ")",
-                             s >= 500 ? "server_error" : "invalid_request_error"));
-  }
-  return httplib::Server::HandlerResponse::Handled;
+void add_cors(const ServerOptions& o, HttpResponse& res) {
+  if (o.cors_origin.empty()) return;
+  res.set_header("Access-Control-Allow-Origin", o.cors_origin);
+  if (o.cors_origin != "*") res.set_header("Vary", "Origin");
 }
 
-void log_request(ServerContext& ctx, const httplib::Request& req, const httplib::Response& res) {
+/// What the transport refuses itself, in the JSON shape of every other error.
+void refuse(const ServerOptions& o, int status, const std::string& message, HttpResponse& res) {
+  const char* code = status == 413   ? "payload_too_large"
+                     : status == 408 ? "request_timeout"
+                     : status == 431 ? "headers_too_large"
+                     : status == 503 ? "server_busy"
+                                     : "malformed_request";
+  send_error(res, ApiError(status, message, status >= 500 ? "unavailable_error" : "invalid_request_error", {}, code));
+  add_cors(o, res);
+}
+
+void log_request(ServerContext& ctx, const HttpRequest& req, const HttpResponse& res) {
   RequestLog& log = request_log();
   const double ms =
       log.start.time_since_epoch().count() == 0
@@ -171,6 +176,25 @@ void log_request(ServerContext& ctx, const httplib::Request& req, const httplib:
   log = RequestLog{};
 }
 
+TransportLimits transport_limits(const ServerOptions& o) {
+  TransportLimits l;
+  l.max_body_bytes = o.max_body_bytes;
+  l.max_connections = o.max_connections;
+  l.max_connections_per_client = o.max_connections_per_client;
+  const auto ms = [](double s) { return std::chrono::milliseconds(int64_t(s * 1000)); };
+  l.idle_timeout = ms(o.idle_timeout_s);
+  l.header_timeout = ms(o.header_timeout_s);
+  l.body_timeout = ms(o.body_timeout_s);
+  l.write_timeout = ms(limits::kWriteTimeoutS);
+  l.max_header_bytes = limits::kMaxHeaderBytes;
+  l.max_header_fields = limits::kMaxHeaderFields;
+  // Every request the engine can hold (running and queued) has a worker, plus a few for
+  // tokenize and the like; more wait for one (bounded), then get 503.
+  l.workers = size_t(std::clamp(o.n_parallel + o.max_queue + 8, 8, 512));
+  l.worker_queue = l.workers * 2;
+  return l;
+}
+
 }  // namespace
 
 bool api_key_matches(const std::string& given, const std::vector<std::string>& keys) {
@@ -188,57 +212,32 @@ bool api_key_matches(const std::string& given, const std::vector<std::string>& k
   return match != 0;
 }
 
-HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx), svr_(std::make_unique<httplib::Server>()) {
-  const ServerOptions& o = ctx.options;
-  const size_t workers = size_t(std::clamp(o.n_parallel + o.max_queue + 8, 8, 512));
-  svr_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-  svr_->set_payload_max_length(o.max_body_bytes);
-  svr_->set_read_timeout(30, 0);
-  svr_->set_write_timeout(30, 0);
-  if (!o.cors_origin.empty()) {
-    httplib::Headers h = {{"Access-Control-Allow-Origin", o.cors_origin}};
-    if (o.cors_origin != "*") h.emplace("Vary", "Origin");
-    svr_->set_default_headers(h);
-  }
-  svr_->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
+  TransportHandlers h;
+  h.quick = [](const HttpRequest& req) {
+    const Route* any = nullptr;
+    const Route* route = find_route(req, &any);
+    return !route || !route->waits;
+  };
+  h.handle = [this](const HttpRequest& req, HttpResponse& res) {
     request_log() = RequestLog{};
     request_log().start = std::chrono::steady_clock::now();
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  auto handler = [this](const httplib::Request& req, httplib::Response& res) { dispatch(ctx_, req, res); };
-  svr_->Get(".*", handler).Post(".*", handler).Put(".*", handler).Patch(".*", handler);
-  svr_->Delete(".*", handler).Options(".*", handler);
-  svr_->set_error_handler(httplib::Server::HandlerWithResponse(on_error));
-  svr_->set_logger([this](const httplib::Request& req, const httplib::Response& res) { log_request(ctx_, req, res); });
+    dispatch(ctx_, req, res);
+    add_cors(ctx_.options, res);
+  };
+  h.refuse = [this](int status, const std::string& message, HttpResponse& res) {
+    refuse(ctx_.options, status, message, res);
+  };
+  h.done = [this](const HttpRequest& req, const HttpResponse& res) { log_request(ctx_, req, res); };
+  transport_ = std::make_unique<HttpTransport>(transport_limits(ctx.options), std::move(h));
 }
 
 HttpServer::~HttpServer() = default;
 
-// cpp-httplib 0.11 listens with a backlog of 5 (compiled into Debian's library), so a
-// burst of clients overflows it and their connections are retried a second later. The
-// socket-options hook sees the listening socket before bind; once bound, listen() again
-// with a real backlog (Linux takes the new value).
-constexpr int kListenBacklog = 512;
+int HttpServer::bind(const std::string& host, int port) { return transport_->bind(host, port); }
 
-int HttpServer::bind(const std::string& host, int port) {
-  int listen_fd = -1;
-  svr_->set_socket_options([&listen_fd](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // what httplib's default does
-    listen_fd = int(sock);
-  });
-  const int bound = port == 0 ? svr_->bind_to_any_port(host) : (svr_->bind_to_port(host, port) ? port : -1);
-  if (bound >= 0 && listen_fd >= 0) ::listen(listen_fd, kListenBacklog);
-  return bound;
-}
+void HttpServer::listen() { transport_->run(); }
 
-void HttpServer::listen() {
-  if (!g_stopping.load()) svr_->listen_after_bind();
-}
-
-void HttpServer::stop() {
-  g_stopping.store(true);
-  svr_->stop();
-}
+void HttpServer::stop() { transport_->stop(); }
 
 }  // namespace tessera::server

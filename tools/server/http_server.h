@@ -1,22 +1,20 @@
-// The HTTP side of `tessera serve`: routes, API keys, CORS, errors, the log line.
+// The HTTP side of `tessera serve`: routes, API keys, CORS, errors, the log line, over
+// the event-driven transport (http_transport.h).
 //
-// Every method and path reaches one dispatcher (catch-all patterns), so that unknown
-// paths answer 404, known paths with another method 405, and every error has the JSON
-// shape; httplib's own errors (413 body too large, 400 bad request line) get the same
-// shape from the error handler.
+// Every method and path reaches one dispatcher, so that unknown paths answer 404, known
+// paths with another method 405, and every error has the JSON shape; what the transport
+// refuses itself (400 malformed, 408 too slow, 413 body too large, 431 headers too large,
+// 503 too many connections) gets the same shape.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace httplib {
-class Server;
-}
-
 namespace tessera::server {
 
 struct ServerContext;
+class HttpTransport;
 
 class HttpServer {
  public:
@@ -25,7 +23,7 @@ class HttpServer {
 
   /// Binds host:port (0: a free port); the port bound, or -1.
   int bind(const std::string& host, int port);
-  /// Serves until stop(); returns when every worker has finished its request.
+  /// Serves until stop(); returns when every request in flight has been answered.
   void listen();
   /// Stops accepting; safe from any thread, and before listen() started (then listen()
   /// returns at once).
@@ -33,7 +31,7 @@ class HttpServer {
 
  private:
   ServerContext& ctx_;
-  std::unique_ptr<httplib::Server> svr_;
+  std::unique_ptr<HttpTransport> transport_;
 };
 
 /// True when `given` is one of `keys`; every key is compared in full, in constant time

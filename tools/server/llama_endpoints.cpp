@@ -1,7 +1,5 @@
 // llama.cpp's own endpoints: POST /completion (and its stream), /tokenize, /detokenize,
 // /apply-template; GET /props, /slots.
-#include <httplib.h>
-
 #include "server/connection_watch.h"
 #include "server/endpoints.h"
 #include "server/errors.h"
@@ -131,7 +129,7 @@ json token_piece_json(const Tokenizer& tok, TokenId id) {
 
 }  // namespace
 
-void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   ctx.require_ready();
   const json body = parse_body(req.body);
   const Job job = decode_job(body, Dialect::Llama, ctx);
@@ -145,7 +143,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
   send_json(res, completion_final(ctx, job, out.choices.at(0), out.usage, run->timed_out()));
 }
 
-void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_tokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   ctx.require_ready();
   const json body_json = parse_body(req.body);
   const Fields body(body_json);
@@ -161,7 +159,7 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   send_json(res, {{"tokens", tokens}});
 }
 
-void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_detokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   ctx.require_ready();
   const json body_json = parse_body(req.body);
   const Fields body(body_json);
@@ -172,7 +170,7 @@ void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib:
   send_json(res, {{"content", ctx.tokenizer().decode(ids)}});
 }
 
-void handle_apply_template(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_apply_template(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   ctx.require_ready();
   const json body = parse_body(req.body);
   const std::vector<ChatMessage> messages = decode_messages(Fields(body));
@@ -187,7 +185,7 @@ json adapters_json(const ServerContext& ctx) {
   return list;
 }
 
-void handle_props(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+void handle_props(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {
   ctx.require_ready();
   serving::GenerationRequest defaults;
   const serving::EngineParams& p = ctx.engine->params();
@@ -204,7 +202,7 @@ void handle_props(ServerContext& ctx, const httplib::Request&, httplib::Response
                   {"build_info", "tessera 0.1.0"}});
 }
 
-void handle_slots(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+void handle_slots(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {
   ctx.require_ready();
   const serving::EngineStats stats = ctx.engine->stats();
   json slots = json::array();

@@ -1,6 +1,4 @@
 // POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models.
-#include <httplib.h>
-
 #include <chrono>
 #include <cstring>
 
@@ -15,7 +13,7 @@ namespace tessera::server {
 
 using nlohmann::json;
 
-void send_json(httplib::Response& res, const json& body, int status) {
+void send_json(HttpResponse& res, const json& body, int status) {
   res.status = status;
   res.set_content(dump_json(body), "application/json; charset=utf-8");
 }
@@ -28,7 +26,7 @@ int64_t unix_time() {
 namespace {
 
 /// Shared by the two OpenAI text endpoints: decode, submit, answer or stream.
-void run_openai(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, Dialect dialect) {
+void run_openai(ServerContext& ctx, const HttpRequest& req, HttpResponse& res, Dialect dialect) {
   ctx.require_ready();
   const json body = parse_body(req.body);
   ctx.check_model(Fields(body));
@@ -65,15 +63,15 @@ std::string base64(const std::vector<float>& v) {
 
 }  // namespace
 
-void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_chat_completions(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   run_openai(ctx, req, res, Dialect::Chat);
 }
 
-void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_completions(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   run_openai(ctx, req, res, Dialect::Completion);
 }
 
-void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_embeddings(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   if (!ctx.options.embeddings) throw not_supported("this server does not compute embeddings: start it with --embeddings");
   ctx.require_ready();
   const json body_json = parse_body(req.body);
@@ -110,15 +108,15 @@ json model_json(const ServerContext& ctx) {
 
 }  // namespace
 
-void handle_models(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+void handle_models(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {
   ctx.require_ready();
   send_json(res, {{"object", "list"}, {"data", json::array({model_json(ctx)})}});
 }
 
-void handle_model(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_model(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   ctx.require_ready();
   const std::string prefix = req.path.rfind("/v1/", 0) == 0 ? "/v1/models/" : "/models/";
-  ctx.check_model_name(httplib::detail::decode_url(req.path.substr(prefix.size()), false));
+  ctx.check_model_name(req.path.substr(prefix.size()));  // the transport decoded the path
   send_json(res, model_json(ctx));
 }
 

@@ -1,6 +1,6 @@
 // What the one log line of a request reports beyond method, path and status. A request
 // is handled, its response written (streams included) and the line logged by one
-// httplib worker thread, so the record is thread-local: reset when a request arrives,
+// thread (a worker, or the I/O thread for the quick routes), so the record is thread-local: reset when a request arrives,
 // filled by the handler, read by the logger.
 #pragma once
 

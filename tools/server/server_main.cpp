@@ -7,7 +7,9 @@
 // a client that goes away must not kill the server (writes then fail with EPIPE).
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <condition_variable>
@@ -97,6 +99,18 @@ Status load(ServerContext& ctx, const serving::EngineParams& params) {
   return Status::ok();
 }
 
+/// Raises the soft limit on open files towards `wanted` (each connection is one); warns
+/// when the hard limit is lower, since connections past it are refused by accept.
+void raise_file_limit(rlim_t wanted) {
+  rlimit l = {};
+  if (getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur >= wanted) return;
+  l.rlim_cur = l.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, l.rlim_max);
+  if (setrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur < wanted) {
+    std::fprintf(stderr, "tessera serve: warning: at most %llu open files (ulimit -n), fewer than --max-connections\n",
+                 static_cast<unsigned long long>(l.rlim_cur));
+  }
+}
+
 std::string url_host(const std::string& host) {
   return host.find(':') != std::string::npos ? "[" + host + "]" : host;
 }
@@ -163,6 +177,7 @@ int run_server(const ServerOptions& o) {
   const sigset_t set = stop_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts: all inherit it
 
+  raise_file_limit(rlim_t(o.max_connections) + 64);  // + the model, logs, the engine's own
   ServerContext ctx(o);
   ctx.model_file = o.model.empty() ? Model::default_model_name() : std::filesystem::path(o.model).filename().string();
   ctx.model_name = o.alias.empty() ? ctx.model_file : o.alias;

@@ -39,6 +39,11 @@ struct ServerOptions {
   bool webui = true;
   bool prefix_cache = true;
   size_t max_body_bytes = limits::kDefaultMaxBodyBytes;
+  int max_connections = limits::kDefaultMaxConnections;
+  int max_connections_per_client = limits::kDefaultMaxConnectionsPerClient;
+  double idle_timeout_s = limits::kDefaultIdleTimeoutS;      // --idle-timeout
+  double header_timeout_s = limits::kDefaultHeaderTimeoutS;  // --header-timeout
+  double body_timeout_s = limits::kDefaultBodyTimeoutS;      // --body-timeout
 };
 
 /// The engine's parameters for `o`: -c alone gives each sequence c / np cells; with

@@ -1,13 +1,11 @@
 // GET /health and GET /metrics.
-#include <httplib.h>
-
 #include "server/endpoints.h"
 #include "server/errors.h"
 #include "server/server_context.h"
 
 namespace tessera::server {
 
-void handle_health(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+void handle_health(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {
   switch (ctx.state.load(std::memory_order_acquire)) {
     case ServerState::Ready: send_json(res, {{"status", "ok"}}); return;
     case ServerState::Loading: {
@@ -25,7 +23,7 @@ void handle_health(ServerContext& ctx, const httplib::Request&, httplib::Respons
   }
 }
 
-void handle_metrics(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+void handle_metrics(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {
   if (!ctx.options.metrics) throw not_supported("metrics are off: start the server with --metrics");
   serving::EngineStats stats;
   const bool ready = ctx.ready();

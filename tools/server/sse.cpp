@@ -1,7 +1,5 @@
 #include "server/sse.h"
 
-#include <httplib.h>
-
 #include "server/connection_watch.h"
 #include "server/errors.h"
 #include "server/request_log.h"
@@ -27,7 +25,7 @@ void drain(JobRun& run) {
 
 /// Writes the frames of `events`; false when the stream must end (`ended`: it ended
 /// normally with an error frame, else the client went away).
-bool write_events(httplib::DataSink& sink, ServerContext& ctx, JobRun& run, SseFormatter& fmt,
+bool write_events(StreamSink& sink, ServerContext& ctx, JobRun& run, SseFormatter& fmt,
                   const std::vector<serving::Event>& events, bool& ended) {
   for (const serving::Event& e : events) {
     const std::string problem = stream_problem(e, run.timed_out(), ctx);
@@ -36,11 +34,11 @@ bool write_events(httplib::DataSink& sink, ServerContext& ctx, JobRun& run, SseF
       const ApiError err = ctx.shutting_down() ? unavailable(problem, "shutting_down") : internal_error(problem);
       request_log().note = problem;
       const std::string frame = sse_frame(error_json(err));
-      ended = sink.write(frame.data(), frame.size());
+      ended = sink.write(frame);
       return false;
     }
     const std::string frames = fmt.event(e, run.timed_out());
-    if (!frames.empty() && !sink.write(frames.data(), frames.size())) {
+    if (!frames.empty() && !sink.write(frames)) {
       ended = false;
       return false;
     }
@@ -48,9 +46,9 @@ bool write_events(httplib::DataSink& sink, ServerContext& ctx, JobRun& run, SseF
   return true;
 }
 
-/// Runs the whole stream from the httplib worker, starting with the events that came
+/// Runs the whole stream from the handler's worker, starting with the events that came
 /// before the headers; false when the client went away.
-bool pump(httplib::DataSink& sink, ServerContext& ctx, JobRun& run, SseFormatter& fmt,
+bool pump(StreamSink& sink, ServerContext& ctx, JobRun& run, SseFormatter& fmt,
           std::vector<serving::Event> events) {
   int polls_after_cancel = 0;
   bool ended = true;
@@ -59,7 +57,7 @@ bool pump(httplib::DataSink& sink, ServerContext& ctx, JobRun& run, SseFormatter
     if (run.done() || polls_after_cancel >= 200) {
       if (run.timed_out()) request_log().note = "timeout";
       const std::string tail = fmt.end(run.usage());
-      return tail.empty() || sink.write(tail.data(), tail.size());
+      return tail.empty() || sink.write(tail);
     }
     if (!sink.is_writable()) {
       ended = false;
@@ -77,7 +75,7 @@ bool pump(httplib::DataSink& sink, ServerContext& ctx, JobRun& run, SseFormatter
 /// Waits for the first events of a job (it may wait in the queue): the headers go out
 /// only then, so that a client sees the response start with the generation, and a job
 /// that fails or is shut down before its first token still gets a proper status.
-std::vector<serving::Event> first_events(const httplib::Request& req, ServerContext& ctx, JobRun& run) {
+std::vector<serving::Event> first_events(const HttpRequest& req, ServerContext& ctx, JobRun& run) {
   ConnectionWatch watch(req);
   std::vector<serving::Event> events;
   int polls_after_cancel = 0;
@@ -106,20 +104,19 @@ std::vector<serving::Event> first_events(const httplib::Request& req, ServerCont
 
 std::string sse_frame(const nlohmann::json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
-void stream_response(const httplib::Request& req, httplib::Response& res, ServerContext& ctx,
+void stream_response(const HttpRequest& req, HttpResponse& res, ServerContext& ctx,
                      std::shared_ptr<JobRun> run, std::shared_ptr<SseFormatter> fmt) {
   auto first = std::make_shared<std::vector<serving::Event>>(first_events(req, ctx, *run));
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
+  res.set_stream(
       "text/event-stream",
-      [&ctx, run, fmt, first](size_t, httplib::DataSink& sink) {
+      [&ctx, run, fmt, first](StreamSink& sink) {
         const bool ok = pump(sink, ctx, *run, *fmt, std::move(*first));
         record_usage(ctx, run->usage());
-        if (ok) sink.done();
         return ok;
       },
-      [run](bool) { run->cancel(); });
+      [run] { run->cancel(); });
 }
 
 }  // namespace tessera::server

@@ -1,7 +1,7 @@
 // Server-sent events: a streaming response writes one `data: {json}\n\n` frame per
-// event, produced by a formatter per API, from the httplib worker thread.
+// event, produced by a formatter per API, on the request's worker thread.
 //
-// The stream stops early when the client goes away (DataSink::is_writable turns false or
+// The stream stops early when the client goes away (StreamSink::is_writable turns false or
 // a write fails): the job is cancelled, so its cells are freed at the engine's next step.
 #pragma once
 
@@ -10,10 +10,7 @@
 
 #include "server/generation.h"
 
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
+#include "server/http_message.h"
 
 namespace tessera::server {
 
@@ -36,7 +33,7 @@ std::string sse_frame(const nlohmann::json& j);
 /// events before the headers go out (a job waiting in the queue has sent nothing yet);
 /// throws an ApiError when it fails or the client leaves before that. Later, an engine
 /// error or the server shutting down is sent as a frame {"error": {...}} that ends it.
-void stream_response(const httplib::Request& req, httplib::Response& res, ServerContext& ctx,
+void stream_response(const HttpRequest& req, HttpResponse& res, ServerContext& ctx,
                      std::shared_ptr<JobRun> run, std::shared_ptr<SseFormatter> fmt);
 
 }  // namespace tessera::server
