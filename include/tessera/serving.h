@@ -7,11 +7,12 @@
 // thread after start(), or a test calling step() by hand).
 //
 // A step: (1) drop cancelled requests (their cells are freed); (2) admit waiting
-// requests, first come first served, while enough slots are free (a request with n
-// choices takes n slots), reusing the longest cached prefix of each prompt; (3) build
-// one batch: the last sampled token of every generating sequence, then chunks of the
-// admitted prompts, up to the token budget; (4) decode it; (5) sample, detokenize, apply
-// stop strings and deliver the events. A long prompt therefore never holds the others
+// requests, first come first served (a group submitted together is one admission),
+// while enough slots are free (a request with n choices takes n slots), reusing the
+// longest cached prefix of each prompt; (3) build one batch: the last sampled token of
+// every generating sequence, then chunks of the admitted prompts, up to the token
+// budget; (4) decode it; (5) sample, detokenize, apply stop strings and deliver the
+// events. A long prompt therefore never holds the others
 // back for more than one step.
 //
 // The prefix cache: when a request ends, its sequence's cells (prompt and generated
@@ -115,7 +116,9 @@ class Stream {
   /// timeout. After the Done event, returns empty at once.
   std::vector<Event> wait(std::chrono::milliseconds timeout);
   /// Asks the engine to stop this request: its choices end as Cancelled and its cells are
-  /// freed at the start of the next step. Safe to call at any time, more than once.
+  /// freed at the start of the next step. A waiting request's place in the queue is free
+  /// at once: the next submission that finds the queue full takes cancelled requests out
+  /// first. Safe to call at any time, more than once.
   void cancel();
   bool cancelled() const;
   /// True once Done was delivered (usage and embedding are then final).
@@ -151,7 +154,8 @@ struct EngineParams {
   int64_t n_ctx = 0;           // cells of the KV cache; 0: n_parallel * n_ctx_per_seq. Must
                                // be at least that (cached prefixes use what is left free)
   int64_t batch_budget = 512;  // tokens per step (generating tokens + prompt chunks)
-  int max_queue = 64;          // requests waiting for a slot; more are refused (QueueFull)
+  int max_queue = 64;          // admissions waiting for a slot (a group submitted together
+                               // counts once); more are refused (QueueFull)
   bool prefix_cache = true;
   int n_threads = 2;
   bool embeddings = false;     // accept embedding requests
@@ -172,6 +176,13 @@ struct Submitted {
   std::string message;
 };
 
+/// What submit_group() answers.
+struct SubmittedGroup {
+  std::vector<std::shared_ptr<Stream>> streams;  // one per request, in order; empty when refused
+  Refusal refusal = Refusal::None;
+  std::string message;
+};
+
 /// One slot as /slots shows it.
 struct SlotInfo {
   int id = 0;
@@ -183,7 +194,7 @@ struct SlotInfo {
 
 struct EngineStats {
   int running = 0;            // requests holding slots
-  int waiting = 0;            // requests in the queue
+  int waiting = 0;            // admissions in the queue (a group counts once)
   int64_t cells_used = 0;     // KV cells in use, cached prefixes included
   int64_t n_ctx = 0;
   int cached_prefixes = 0;
@@ -198,6 +209,8 @@ class EngineImpl;
 class Engine {
  public:
   static constexpr int kMaxProbs = 20;
+  /// Requests of one submit_group(): bounds what one place in the queue holds.
+  static constexpr int kMaxGroup = 1024;
 
   /// An engine over `model` (which must outlive it). Errors: parameters out of range, no
   /// tokenizer, the context cannot be created.
@@ -208,6 +221,12 @@ class Engine {
   /// prompt plus max_tokens exceeds n_ctx_per_seq, n_choices exceeds n_parallel, the queue
   /// is full, or the engine is shutting down.
   Submitted submit(GenerationRequest request);
+  /// Checks and enqueues requests as one admission: all of them are queued or none is.
+  /// The group takes one place in the queue however many requests it has; they are
+  /// admitted in order as slots free up, before anything submitted later. Refused whole
+  /// for the reasons of submit() (the message names the first bad request's index), and as
+  /// Invalid when the group is empty or has more than kMaxGroup requests.
+  SubmittedGroup submit_group(std::vector<GenerationRequest> requests);
 
   /// Runs one step (see the top of this file). Returns false when there was nothing to do.
   /// Call from one thread only, and not after start().

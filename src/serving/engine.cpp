@@ -2,6 +2,7 @@
 // step itself is in step.cpp.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "core/check.h"
@@ -131,7 +132,7 @@ Result<std::unique_ptr<Running>> EngineImpl::prepare(GenerationRequest r, uint64
   return run;
 }
 
-Submitted EngineImpl::submit(GenerationRequest request) {
+Submitted EngineImpl::check(const GenerationRequest& request) const {
   if (Status s = validate(request); !s) return {nullptr, Refusal::Invalid, s.message()};
   const int64_t n_prompt = int64_t(request.prompt.size());
   const int64_t need = n_prompt + std::max<int64_t>(request.max_tokens, request.embedding ? 0 : 1);
@@ -141,41 +142,83 @@ Submitted EngineImpl::submit(GenerationRequest request) {
                 (request.max_tokens > 0 ? " plus max_tokens (" + std::to_string(request.max_tokens) + ")" : "") +
                 " does not fit a sequence's context of " + std::to_string(params_.n_ctx_per_seq) + " tokens"};
   }
-  uint64_t id = 0;
+  return {};
+}
+
+Submitted EngineImpl::room_for_one() {
+  if (shutting_down_) return {nullptr, Refusal::ShuttingDown, "the server is shutting down"};
+  if (int(queue_.size()) >= params_.max_queue) {
+    // Cancelled requests give their places back now; the next step ends their streams.
+    std::vector<std::unique_ptr<Running>> gone = queue_.take_cancelled(false);
+    std::move(gone.begin(), gone.end(), std::back_inserter(cancelled_));
+    if (!gone.empty()) cv_.notify_all();
+  }
+  if (int(queue_.size()) >= params_.max_queue) {
+    return {nullptr, Refusal::QueueFull,
+            "too many requests: " + std::to_string(queue_.size()) + " are waiting (the queue holds " +
+                std::to_string(params_.max_queue) + ")"};
+  }
+  return {};
+}
+
+namespace {
+
+/// Names request `i` of a group of `n` in a refusal (nothing for a request alone).
+std::string member(size_t i, size_t n) {
+  return n > 1 ? "request " + std::to_string(i) + " of " + std::to_string(n) + ": " : std::string();
+}
+
+SubmittedGroup refused(const Submitted& s, const std::string& prefix = {}) {
+  return {{}, s.refusal, prefix + s.message};
+}
+
+}  // namespace
+
+SubmittedGroup EngineImpl::submit_group(std::vector<GenerationRequest> requests) {
+  const size_t n = requests.size();
+  if (n == 0) return {{}, Refusal::Invalid, "no requests to submit"};
+  if (n > size_t(Engine::kMaxGroup)) {
+    return {{}, Refusal::Invalid,
+            std::to_string(n) + " requests are more than one submission may hold (Engine::kMaxGroup = " +
+                std::to_string(Engine::kMaxGroup) + ")"};
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (Submitted s = check(requests[i]); s.refusal != Refusal::None) return refused(s, member(i, n));
+  }
+  uint64_t first_id = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_) return {nullptr, Refusal::ShuttingDown, "the server is shutting down"};
-    if (int(queue_.size()) >= params_.max_queue) {
-      return {nullptr, Refusal::QueueFull,
-              "too many requests: " + std::to_string(queue_.size()) + " are waiting (the queue holds " +
-                  std::to_string(params_.max_queue) + ")"};
-    }
-    id = next_id_++;
+    if (Submitted s = room_for_one(); s.refusal != Refusal::None) return refused(s);
+    first_id = next_id_;
+    next_id_ += n;
   }
   // Sampler chains (a grammar step decodes the vocabulary) are built outside the lock.
-  Result<std::unique_ptr<Running>> run = prepare(std::move(request), id);
-  if (!run) return {nullptr, Refusal::Invalid, run.status().message()};
-  std::shared_ptr<Stream> stream = (*run)->stream;
-  (*run)->usage.queued = Clock::now();
+  SubmittedGroup out;
+  std::vector<std::unique_ptr<Running>> group;
+  for (size_t i = 0; i < n; ++i) {
+    Result<std::unique_ptr<Running>> run = prepare(std::move(requests[i]), first_id + i);
+    if (!run) return {{}, Refusal::Invalid, member(i, n) + run.status().message()};
+    (*run)->usage.queued = Clock::now();
+    out.streams.push_back((*run)->stream);
+    group.push_back(std::move(*run));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_) return {nullptr, Refusal::ShuttingDown, "the server is shutting down"};
-    if (int(queue_.size()) >= params_.max_queue) {
-      return {nullptr, Refusal::QueueFull, "too many requests: the queue is full"};
-    }
-    queue_.push_back(std::move(*run));
+    if (Submitted s = room_for_one(); s.refusal != Refusal::None) return refused(s);
+    queue_.push(std::move(group));
     stats_.waiting = int(queue_.size());
   }
   cv_.notify_all();
-  return {stream, Refusal::None, {}};
+  return out;
 }
 
 void EngineImpl::loop() {
   for (;;) {
     if (step()) continue;
     std::unique_lock<std::mutex> lock(mu_);
-    if (stop_loop_ && queue_.empty() && running_.empty()) break;
-    cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return !queue_.empty() || stop_loop_; });
+    if (stop_loop_ && queue_.empty() && cancelled_.empty() && running_.empty()) break;
+    cv_.wait_for(lock, std::chrono::milliseconds(20),
+                 [&] { return !queue_.empty() || !cancelled_.empty() || stop_loop_; });
   }
 }
 
@@ -208,7 +251,15 @@ EngineStats EngineImpl::stats() const {
 Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() { impl_->shutdown(true); }
 
-Submitted Engine::submit(GenerationRequest request) { return impl_->submit(std::move(request)); }
+Submitted Engine::submit(GenerationRequest request) {
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  SubmittedGroup g = impl_->submit_group(std::move(one));
+  return {g.streams.empty() ? nullptr : std::move(g.streams[0]), g.refusal, std::move(g.message)};
+}
+SubmittedGroup Engine::submit_group(std::vector<GenerationRequest> requests) {
+  return impl_->submit_group(std::move(requests));
+}
 bool Engine::step() { return impl_->step(); }
 void Engine::start() { impl_->start(); }
 void Engine::shutdown(bool cancel_running) { impl_->shutdown(cancel_running); }

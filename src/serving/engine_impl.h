@@ -5,12 +5,12 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "serving/admission_queue.h"
 #include "serving/prefix_cache.h"
 #include "serving/stop_strings.h"
 #include "tessera/context.h"
@@ -54,7 +54,7 @@ class EngineImpl {
  public:
   EngineImpl(const Model& model, const EngineParams& params, std::unique_ptr<Context> ctx);
 
-  Submitted submit(GenerationRequest request);
+  SubmittedGroup submit_group(std::vector<GenerationRequest> requests);
   bool step();
   void start();
   void loop();
@@ -66,7 +66,12 @@ class EngineImpl {
 
  private:
   Status validate(const GenerationRequest& r) const;
+  /// validate() and the context check of one request: Refusal::None when it may queue.
+  Submitted check(const GenerationRequest& r) const;
   Result<std::unique_ptr<Running>> prepare(GenerationRequest r, uint64_t id) const;
+  /// Under mu_: None when an admission may enter the queue (cancelled requests are taken
+  /// out first when it is full), else why not.
+  Submitted room_for_one();
 
   // step.cpp
   bool drop_cancelled();
@@ -96,7 +101,8 @@ class EngineImpl {
   // Shared with submitting threads.
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<Running>> queue_;
+  AdmissionQueue queue_;
+  std::vector<std::unique_ptr<Running>> cancelled_;  // taken out of the queue, not yet ended
   bool shutting_down_ = false;
   bool stop_loop_ = false;
   std::atomic<bool> cancel_all_{false};

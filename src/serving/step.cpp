@@ -2,6 +2,7 @@
 // decode, sampling and delivery; finished requests leave their cells as cached prefixes.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 
 #include "core/check.h"
@@ -59,14 +60,9 @@ bool EngineImpl::drop_cancelled() {
   std::vector<std::unique_ptr<Running>> dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      if (all || (*it)->stream->cancelled()) {
-        dropped.push_back(std::move(*it));
-        it = queue_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    dropped = queue_.take_cancelled(all);
+    std::move(cancelled_.begin(), cancelled_.end(), std::back_inserter(dropped));
+    cancelled_.clear();
   }
   for (auto& r : dropped) {
     for (Choice& c : r->choices) finish_choice(*r, c, FinishReason::Cancelled);
@@ -96,8 +92,7 @@ void EngineImpl::admit() {
       if (queue_.empty()) return;
       const int free = int(std::count(slot_busy_.begin(), slot_busy_.end(), false));
       if (free < int(queue_.front()->choices.size())) return;  // first come, first served
-      r = std::move(queue_.front());
-      queue_.pop_front();
+      r = queue_.pop_front();
     }
     // The first choice takes the slot whose home region holds the cached prefix, when
     // it is free: the prefix is then shared in place, else copied (see reuse_prefix).

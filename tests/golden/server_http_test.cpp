@@ -486,6 +486,19 @@ TEST_F(ServerHttp, Embeddings) {
   EXPECT_GT(r.body["usage"]["prompt_tokens"].get<int>(), 0);
 }
 
+TEST_F(ServerHttp, TwoHundredEmbeddingInputsAreOneAdmission) {
+  // More inputs than the 64 places of the default queue: one request is one admission.
+  json inputs = json::array();
+  for (int i = 0; i < 200; ++i) inputs.push_back("input number " + std::to_string(i));
+  const Reply r = api().post("/v1/embeddings", json{{"input", inputs}});
+  ASSERT_EQ(r.status, 200) << r.text;
+  ASSERT_EQ(r.body["data"].size(), 200u);
+  for (size_t i = 0; i < 200; ++i) {
+    EXPECT_EQ(r.body["data"][i]["index"], i);
+    EXPECT_GT(r.body["data"][i]["embedding"].size(), 0u);
+  }
+}
+
 TEST_F(ServerHttp, GrammarPastTheStackLimitIs400) {
   Api a = api();
   const Reply r = a.post("/completion", json{{"prompt", "Once"}, {"n_predict", 4},

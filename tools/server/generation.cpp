@@ -14,13 +14,13 @@ using serving::FinishReason;
 
 namespace {
 
-ApiError refusal_error(const serving::Submitted& s) {
-  switch (s.refusal) {
+ApiError refusal_error(serving::Refusal refusal, const std::string& message) {
+  switch (refusal) {
     case serving::Refusal::QueueFull:
-      return ApiError(429, "too many requests are waiting: " + s.message, "rate_limit_error", {}, "queue_full");
+      return ApiError(429, "too many requests are waiting: " + message, "rate_limit_error", {}, "queue_full");
     case serving::Refusal::ShuttingDown: return unavailable("the server is shutting down", "shutting_down");
-    case serving::Refusal::TooLong: return bad_request(s.message, "context_length_exceeded");
-    default: return bad_request(s.message, "invalid_request");
+    case serving::Refusal::TooLong: return bad_request(message, "context_length_exceeded");
+    default: return bad_request(message, "invalid_request");
   }
 }
 
@@ -32,17 +32,17 @@ JobRun::JobRun(ServerContext& ctx, const Job& job) : n_per_prompt_(job.request.n
     deadline_ = serving::Clock::now() + std::chrono::duration_cast<serving::Clock::duration>(
                                             std::chrono::duration<double>(ctx.options.timeout_s));
   }
+  // The prompts are one admission: queued together or refused together (nothing left
+  // behind in the queue), and one place in it however many they are.
+  std::vector<serving::GenerationRequest> requests;
   for (const std::vector<TokenId>& prompt : job.prompts) {
-    serving::GenerationRequest r = job.request;
-    r.prompt = prompt;
-    serving::Submitted s = ctx.engine->submit(std::move(r));
-    if (!s.stream) {
-      cancel();
-      throw refusal_error(s);
-    }
-    streams_.push_back(std::move(s.stream));
-    done_.push_back(false);
+    requests.push_back(job.request);
+    requests.back().prompt = prompt;
   }
+  serving::SubmittedGroup s = ctx.engine->submit_group(std::move(requests));
+  if (s.streams.empty()) throw refusal_error(s.refusal, s.message);
+  streams_ = std::move(s.streams);
+  done_.assign(streams_.size(), false);
 }
 
 JobRun::~JobRun() { cancel(); }

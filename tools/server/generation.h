@@ -35,8 +35,8 @@ struct ChoiceOutput {
 /// A submitted Job. Destroying it cancels what is still running.
 class JobRun {
  public:
-  /// Submits every prompt; throws the engine's refusal as an ApiError (400, 429, 503),
-  /// cancelling the prompts already submitted.
+  /// Submits every prompt as one admission (all queued, or none); throws the engine's
+  /// refusal as an ApiError (400, 429, 503).
   JobRun(ServerContext& ctx, const Job& job);
   ~JobRun();
   JobRun(const JobRun&) = delete;
