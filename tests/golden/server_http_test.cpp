@@ -212,12 +212,32 @@ TEST_F(ServerHttp, ErrorStatusesAndShapes) {
   b = chat_body("hi", 100000);
   expect_error(a.post("/v1/chat/completions", b), 400);  // does not fit a sequence
   b = chat_body("hi", 4);
-  b["model"] = "no-such-model";
-  expect_error(a.post("/v1/chat/completions", b), 404, "model");
+  b["model"] = 5;
+  expect_error(a.post("/v1/chat/completions", b), 400, "model");
+  expect_error(a.get("/v1/models/no-such-model"), 404);
   expect_error(a.get("/no/such/path"), 404);
   expect_error(a.get("/v1/chat/completions"), 405);
   expect_error(a.send("DELETE", "/health"), 405);
   expect_error(a.post("/v1/completions", std::string(9u << 20, ' ')), 413);
+}
+
+TEST_F(ServerHttp, AnUnknownModelNameIsIgnoredWithoutStrictModel) {
+  Api a = api();
+  json b = chat_body("hi", 2);
+  b["model"] = "gpt-4o";
+  const Reply chat = a.post("/v1/chat/completions", b);
+  ASSERT_EQ(chat.status, 200) << chat.text;
+  EXPECT_EQ(chat.body["model"], "tiny");
+  const Reply cmpl = a.post("/v1/completions", json{{"prompt", "Once"}, {"max_tokens", 2}, {"model", "gpt-4o"}});
+  ASSERT_EQ(cmpl.status, 200) << cmpl.text;
+  EXPECT_EQ(cmpl.body["model"], "tiny");
+  const Reply llama = a.post("/completion", json{{"prompt", "Once"}, {"n_predict", 2}, {"model", "gpt-4o"}});
+  EXPECT_EQ(llama.status, 200) << llama.text;
+  const Reply emb = a.post("/v1/embeddings", json{{"input", "a cat"}, {"model", "text-embedding-3-small"}});
+  EXPECT_EQ(emb.status, 200) << emb.text;
+  // GET /v1/models/{id} stays strict: only this server's names are models.
+  expect_error(a.get("/v1/models/gpt-4o"), 404);
+  EXPECT_EQ(a.get("/v1/models/tiny").status, 200);
 }
 
 TEST_F(ServerHttp, NullFieldsAreAbsentAndUnknownFieldsIgnored) {
@@ -588,6 +608,32 @@ TEST(ServerHttpLimits, QueueFullIs429) {
   EXPECT_GE(ok, 1);
   EXPECT_GE(full, 1);
   EXPECT_EQ(ok + full, int(replies.size()));
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+TEST(ServerHttpLimits, StrictModelAndTheFileNameAsTheDefaultName) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  auto server = start_server({"--strict-model", "-np", "1"});
+  ASSERT_TRUE(server);
+  Api a(server->port(), "");
+  // Without --alias the model's name is its file name.
+  const Reply m = a.get("/v1/models");
+  ASSERT_EQ(m.status, 200) << m.text;
+  EXPECT_EQ(m.body["data"][0]["id"], "stories260K.gguf");
+  EXPECT_EQ(a.get("/props").body["model_alias"], "stories260K.gguf");
+  json b = chat_body("hi", 2);
+  b["model"] = "stories260K.gguf";
+  const Reply ok = a.post("/v1/chat/completions", b);
+  ASSERT_EQ(ok.status, 200) << ok.text;
+  EXPECT_EQ(ok.body["model"], "stories260K.gguf");
+  b["model"] = model;  // the path is accepted too
+  EXPECT_EQ(a.post("/v1/chat/completions", b).status, 200);
+  b["model"] = "gpt-4o";
+  const Reply e = a.post("/v1/chat/completions", b);
+  expect_error(e, 404, "model");
+  EXPECT_EQ(e.body["error"]["code"], "model_not_found");
+  expect_error(a.post("/v1/completions", json{{"prompt", "Once"}, {"model", "gpt-4o"}}), 404, "model");
+  expect_error(a.post("/completion", json{{"prompt", "Once"}, {"model", "gpt-4o"}}), 404, "model");
   EXPECT_EQ(server->stop(), 0) << server->log();
 }
 

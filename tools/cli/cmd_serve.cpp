@@ -108,6 +108,9 @@ void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e7));
   cmd->add_option("--alias", f.o.alias, "the model's name in responses and /v1/models (default: the file name)");
+  cmd->add_flag("--strict-model", f.o.strict_model,
+                "answer 404 model_not_found to a request whose 'model' is not the alias, the file name or the "
+                "path (without it the field is ignored, as llama-server does)");
   cmd->add_option("--chat-template", f.o.chat_template,
                   "chat template family instead of the model's own (see 'tessera chat --help' for names)");
   cmd->add_flag("--embeddings", f.o.embeddings, "answer POST /v1/embeddings (without: 501)");

@@ -132,6 +132,7 @@ json token_piece_json(const Tokenizer& tok, TokenId id) {
 void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   ctx.require_ready();
   const json body = parse_body(req.body);
+  ctx.check_model(Fields(body));
   const Job job = decode_job(body, Dialect::Llama, ctx);
   auto run = std::make_shared<JobRun>(ctx, job);
   if (job.stream) {

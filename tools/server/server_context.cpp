@@ -24,8 +24,8 @@ void ServerContext::require_ready() const {
 }
 
 void ServerContext::check_model(const Fields& body) const {
-  const std::optional<std::string> name = body.string("model");
-  if (name && !name->empty()) check_model_name(*name);
+  const std::optional<std::string> name = body.string("model");  // a non-string is a 400 either way
+  if (options.strict_model && name && !name->empty()) check_model_name(*name);
 }
 
 void ServerContext::check_model_name(const std::string& name) const {

@@ -40,8 +40,9 @@ struct ServerContext {
   /// A 503 ApiError unless the model is loaded and the server is not shutting down.
   void require_ready() const;
   const Tokenizer& tokenizer() const { return *model->tokenizer(); }
-  /// A 404 when the body's `model` is given and is neither the alias, the file name
-  /// nor the path the server was started with.
+  /// With --strict-model: a 404 when the body's `model` is given and is neither the
+  /// alias, the file name nor the path the server was started with. Without it the field
+  /// is ignored (as llama-server does: single-model clients send any name).
   void check_model(const Fields& body) const;
   /// Throws 404 model_not_found unless `name` is the alias, the file name or the path.
   void check_model_name(const std::string& name) const;

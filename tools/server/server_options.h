@@ -33,6 +33,7 @@ struct ServerOptions {
   int max_queue = 64;
   double timeout_s = 0;  // 0: no limit
   std::string alias;     // the model's name in responses (default: the file name)
+  bool strict_model = false;  // --strict-model: a request naming another model is a 404
   std::string chat_template;
   bool embeddings = false;
   std::string cors_origin;  // empty: no CORS headers
