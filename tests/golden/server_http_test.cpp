@@ -493,6 +493,19 @@ TEST_F(ServerHttp, LlamaCompletionAndItsStream) {
   EXPECT_EQ(chunks.back()["tokens_predicted"], 6);
 }
 
+TEST_F(ServerHttp, CompletionsWithoutV1IsLlamaCompletion) {
+  Api a = api();
+  const json body = {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"temperature", 0}};
+  const Reply one = a.post("/completion", body);
+  const Reply alias = a.post("/completions", body);
+  ASSERT_EQ(alias.status, 200) << alias.text;
+  EXPECT_EQ(alias.body["content"], one.body["content"]);  // llama.cpp's shape, not OpenAI's
+  EXPECT_EQ(alias.body["tokens_predicted"], 4);
+  EXPECT_FALSE(alias.body.contains("choices"));
+  expect_error(a.get("/completions"), 405);
+  expect_error(Api(server_->port(), "").post("/completions", body), 401);
+}
+
 TEST_F(ServerHttp, Embeddings) {
   const Reply r = api().post("/v1/embeddings", json{{"input", {"a cat", "a dog"}}});
   ASSERT_EQ(r.status, 200) << r.text;

@@ -38,6 +38,7 @@ constexpr Route kRoutes[] = {
     {"/v1/completions", "POST", handle_completions, true, true},
     {"/v1/embeddings", "POST", handle_embeddings, true, true},
     {"/completion", "POST", handle_completion, true, true},
+    {"/completions", "POST", handle_completion, true, true},
     {"/tokenize", "POST", handle_tokenize, true, true},
     {"/detokenize", "POST", handle_detokenize, true, true},
     {"/apply-template", "POST", handle_apply_template, true, true},
