@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cli_run.h"
 #include "common/server_process.h"
 #include "common/test_util.h"
 #include "tessera/limits.h"
@@ -172,6 +173,17 @@ TEST_F(ServerHttp, ModelsPropsSlots) {
   EXPECT_TRUE(p.body["default_generation_settings"].is_object());
   EXPECT_TRUE(p.body["chat_template"].is_string());
   EXPECT_EQ(p.body["model_path"], model_);
+  // llama-server's shape: the per-sequence context and the request defaults in `params`.
+  const json& settings = p.body["default_generation_settings"];
+  EXPECT_EQ(settings["n_ctx"], p.body["n_ctx_per_seq"]);
+  const json& params = settings["params"];
+  EXPECT_NEAR(params["temperature"].get<double>(), 0.8, 1e-6);
+  EXPECT_EQ(params["top_k"], 40);
+  EXPECT_NEAR(params["top_p"].get<double>(), 0.95, 1e-6);
+  EXPECT_NEAR(params["min_p"].get<double>(), 0.05, 1e-6);
+  EXPECT_NEAR(params["repeat_penalty"].get<double>(), 1.0, 1e-6);
+  EXPECT_EQ(params["seed"], -1);
+  EXPECT_EQ(params["n_predict"], -1);
   const Reply s = a.get("/slots");
   ASSERT_EQ(s.status, 200) << s.text;
   ASSERT_TRUE(s.body.is_array());
@@ -648,6 +660,70 @@ TEST(ServerHttpLimits, StrictModelAndTheFileNameAsTheDefaultName) {
   expect_error(a.post("/v1/completions", json{{"prompt", "Once"}, {"model", "gpt-4o"}}), 404, "model");
   expect_error(a.post("/completion", json{{"prompt", "Once"}, {"model", "gpt-4o"}}), 404, "model");
   EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+TEST(ServerHttpLimits, SamplingFlagsAreEveryRequestsDefaults) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  auto server = start_server({"--temp", "0", "--top-k", "5", "--top-p", "0.5", "--min-p", "0.1",
+                              "--repeat-penalty", "1.1", "--seed", "42", "-n", "3", "-np", "2"});
+  ASSERT_TRUE(server);
+  Api a(server->port(), "");
+  const Reply props = a.get("/props");
+  ASSERT_EQ(props.status, 200) << props.text;
+  const json& params = props.body["default_generation_settings"]["params"];
+  EXPECT_EQ(params["temperature"], 0.0);
+  EXPECT_EQ(params["top_k"], 5);
+  EXPECT_NEAR(params["top_p"].get<double>(), 0.5, 1e-6);
+  EXPECT_NEAR(params["min_p"].get<double>(), 0.1, 1e-6);
+  EXPECT_NEAR(params["repeat_penalty"].get<double>(), 1.1, 1e-6);
+  EXPECT_EQ(params["seed"], 42);
+  EXPECT_EQ(params["n_predict"], 3);
+  // Absent or null fields take the flags' values, on every endpoint.
+  for (const json& body : {json{{"prompt", "Once"}, {"ignore_eos", true}},
+                           json{{"prompt", "Once"}, {"ignore_eos", true}, {"temperature", nullptr},
+                                {"seed", nullptr}, {"n_predict", nullptr}, {"top_k", nullptr}}}) {
+    const Reply r = a.post("/completion", body);
+    ASSERT_EQ(r.status, 200) << r.text;
+    EXPECT_EQ(r.body["tokens_predicted"], 3);
+    const json& g = r.body["generation_settings"];
+    EXPECT_EQ(g["temperature"], 0.0);
+    EXPECT_EQ(g["top_k"], 5);
+    EXPECT_NEAR(g["top_p"].get<double>(), 0.5, 1e-6);
+    EXPECT_NEAR(g["min_p"].get<double>(), 0.1, 1e-6);
+    EXPECT_NEAR(g["repeat_penalty"].get<double>(), 1.1, 1e-6);
+    EXPECT_EQ(g["seed"], 42);
+  }
+  const Reply cmpl = a.post("/v1/completions", json{{"prompt", "Once"}, {"ignore_eos", true}});
+  ASSERT_EQ(cmpl.status, 200) << cmpl.text;
+  EXPECT_EQ(cmpl.body["usage"]["completion_tokens"], 3);
+  json chat = chat_body("hi", 0);
+  chat.erase("max_tokens");
+  chat.erase("temperature");
+  chat["ignore_eos"] = true;
+  const Reply c = a.post("/v1/chat/completions", chat);
+  ASSERT_EQ(c.status, 200) << c.text;
+  EXPECT_EQ(c.body["usage"]["completion_tokens"], 3);
+  // A request's own values win; seed -1 is a random seed.
+  const Reply own = a.post("/completion", json{{"prompt", "Once"}, {"ignore_eos", true}, {"n_predict", 5},
+                                               {"temperature", 0.5}, {"top_k", 40}, {"seed", -1}});
+  ASSERT_EQ(own.status, 200) << own.text;
+  EXPECT_EQ(own.body["tokens_predicted"], 5);
+  EXPECT_EQ(own.body["generation_settings"]["temperature"], 0.5);
+  EXPECT_EQ(own.body["generation_settings"]["top_k"], 40);
+  EXPECT_NE(own.body["generation_settings"]["seed"], 42);
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+TEST(ServerHttpLimits, BadSamplingFlagsNameTheFlag) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  for (const std::string flag : {"--temp -1", "--top-k -2", "--top-p 2", "--min-p 1.5", "--repeat-penalty 0",
+                                 "--seed -2", "-n -2", "--n-predict x"}) {
+    SCOPED_TRACE(flag);
+    const test::CliOutput o = test::run_tessera("serve -m " + model + " --port 0 " + flag);
+    EXPECT_NE(o.status, 0);
+    const std::string name = flag.substr(0, flag.find(' '));
+    EXPECT_NE(o.err.find(name == "-n" ? "--n-predict" : name), std::string::npos) << o.err;
+  }
 }
 
 TEST(ServerHttpLimits, CorsNoWebuiTimeout) {

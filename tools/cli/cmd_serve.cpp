@@ -1,6 +1,8 @@
 // `tessera serve`: the HTTP server (OpenAI-compatible and llama.cpp-compatible APIs, a web
 // chat page) over the serving engine. The flags fill a ServerOptions; tools/server/ does
 // the rest (docs/server.md).
+#include <cstdint>
+#include <limits>
 #include <memory>
 
 #include "commands.h"
@@ -16,6 +18,8 @@ struct ServeFlags {
   PlacementOptions placement;     // -ngl, --device, --layers, --mpi, --mpi-layers
   bool no_webui = false;
   bool no_prefix_cache = false;
+  int32_t n_predict = -1;               // -n, copied into o.n_predict when given
+  CLI::Option* n_predict_flag = nullptr;
 };
 
 int run_serve(ServeFlags& f) {
@@ -35,6 +39,7 @@ int run_serve(ServeFlags& f) {
   for (const std::string& k : f.o.api_keys) {
     if (k.empty()) return fail("--api-key: a key must not be empty");
   }
+  if (f.n_predict_flag->count() > 0) f.o.n_predict = f.n_predict;
   f.o.webui = !f.no_webui;
   f.o.prefix_cache = !f.no_prefix_cache;
   return server::run_server(f.o);
@@ -77,6 +82,35 @@ void add_network_flags(CLI::App* cmd, ServeFlags& f) {
       ->check(CLI::Range(0.01, 86400.0));
   cmd->add_flag("--no-webui", f.no_webui, "do not serve the web chat page (GET / answers 404)");
   cmd->add_flag("--metrics", f.o.metrics, "serve Prometheus metrics at GET /metrics (without: 501)");
+}
+
+/// llama-server's sampling flags: defaults of requests that leave the field out or null.
+void add_sampling_flags(CLI::App* cmd, ServeFlags& f) {
+  SamplerParams& s = f.o.sampling;
+  const std::string unset = " of requests that do not set ";
+  cmd->add_option("--temp", s.temperature, "temperature" + unset + "'temperature' (0: greedy)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--top-k", s.top_k, "top-k" + unset + "'top_k' (0 or -1: all tokens)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, std::numeric_limits<int32_t>::max()));
+  cmd->add_option("--top-p", s.top_p, "top-p" + unset + "'top_p' (1: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--min-p", s.min_p, "min-p" + unset + "'min_p' (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--repeat-penalty", s.repeat_penalty, "repeat penalty" + unset + "'repeat_penalty' (1: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 100.0));
+  cmd->add_option("--seed", f.o.seed,
+                  "seed" + unset + "'seed' (choice i draws with seed + i; -1: a random seed per request)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(-1), std::numeric_limits<int64_t>::max()));
+  f.n_predict_flag = cmd->add_option("-n,--n-predict", f.n_predict,
+                                     "tokens per choice" + unset + "'max_tokens' / 'n_predict' (-1: until the "
+                                     "sequence is full; without -n: 16 for /v1/completions, -1 elsewhere)")
+                         ->check(CLI::Range(-1, std::numeric_limits<int32_t>::max()));
 }
 
 void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
@@ -133,6 +167,7 @@ Command add_serve(CLI::App& app) {
       "answers 503 until it is ready). One log line per request on stderr. SIGINT or SIGTERM\n"
       "stop it: in-flight requests are cancelled, the exit status is 0. See docs/server.md.");
   add_engine_flags(cmd, *f);
+  add_sampling_flags(cmd, *f);
   add_network_flags(cmd, *f);
   return {cmd, [f] { return run_serve(*f); }};
 }

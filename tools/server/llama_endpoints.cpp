@@ -28,6 +28,35 @@ json sampling_json(const serving::GenerationRequest& r) {
           {"cache_prompt", r.cache_prompt}, {"grammar", r.grammar != nullptr}};
 }
 
+/// llama-server's /props `default_generation_settings.params`: the request defaults
+/// (seed -1: a random one per request; n_predict -1: until the sequence is full).
+json default_params_json(const ServerOptions& o) {
+  const SamplerParams& p = o.sampling;
+  const int32_t n_predict = o.n_predict.value_or(-1);
+  return {{"n_predict", n_predict}, {"max_tokens", n_predict}, {"seed", o.seed}, {"temperature", p.temperature},
+          {"top_k", p.top_k}, {"top_p", p.top_p}, {"min_p", p.min_p}, {"typical_p", p.typical_p},
+          {"tfs_z", p.tfs_z}, {"repeat_last_n", p.repeat_last_n}, {"repeat_penalty", p.repeat_penalty},
+          {"presence_penalty", p.presence_penalty}, {"frequency_penalty", p.frequency_penalty},
+          {"mirostat", p.mirostat}, {"mirostat_tau", p.mirostat_tau}, {"mirostat_eta", p.mirostat_eta},
+          {"min_keep", p.min_keep}, {"stop", json::array()}, {"ignore_eos", false}, {"n_probs", 0},
+          {"cache_prompt", true},
+          // SamplerChain::create's order (logit bias first, the grammar after the penalties)
+          {"samplers", {"penalties", "top_k", "tfs_z", "typ_p", "top_p", "min_p", "temperature"}}};
+}
+
+/// /props `default_generation_settings`: tessera's flat fields, plus llama-server's
+/// `n_ctx` (cells of one sequence) and `params`.
+json default_settings_json(const ServerContext& ctx) {
+  serving::GenerationRequest d;
+  d.sampling = ctx.options.sampling;
+  d.max_tokens = ctx.options.n_predict.value_or(-1);
+  json settings = sampling_json(d);
+  settings["seed"] = ctx.options.seed;
+  settings["n_ctx"] = ctx.engine->params().n_ctx_per_seq;
+  settings["params"] = default_params_json(ctx.options);
+  return settings;
+}
+
 json timings_json(const serving::Usage& u) {
   const double prompt_ms = ms_between(u.admitted, u.first_token);
   const double predicted_ms = ms_between(u.first_token, u.finished);
@@ -188,9 +217,8 @@ json adapters_json(const ServerContext& ctx) {
 
 void handle_props(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {
   ctx.require_ready();
-  serving::GenerationRequest defaults;
   const serving::EngineParams& p = ctx.engine->params();
-  send_json(res, {{"default_generation_settings", sampling_json(defaults)},
+  send_json(res, {{"default_generation_settings", default_settings_json(ctx)},
                   {"total_slots", p.n_parallel},
                   {"n_ctx", ctx.engine->stats().n_ctx},
                   {"n_ctx_per_seq", p.n_ctx_per_seq},

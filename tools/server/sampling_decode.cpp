@@ -1,6 +1,7 @@
 // The generation fields every dialect shares: limits, samplers, penalties, logit bias,
 // stop strings, seed, grammar / response_format / json_schema.
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "server/errors.h"
@@ -17,15 +18,18 @@ constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 using limits::kMaxLogitBias;
 using limits::kMaxStops;
 
-int32_t decode_max_tokens(const Fields& body, Dialect dialect) {
+/// The token limit; absent: the server's -n, else the endpoint's own default.
+int32_t decode_max_tokens(const Fields& body, Dialect dialect, std::optional<int32_t> server_default) {
   switch (dialect) {
     case Dialect::Chat: {
       std::optional<int64_t> n = body.integer("max_completion_tokens", 0, kMaxInt32);
       if (!n) n = body.integer("max_tokens", 0, kMaxInt32);
-      return int32_t(n.value_or(-1));
+      return int32_t(n.value_or(server_default.value_or(-1)));
     }
-    case Dialect::Completion: return int32_t(body.integer("max_tokens", 0, kMaxInt32).value_or(16));
-    case Dialect::Llama: return int32_t(body.integer("n_predict", -1, kMaxInt32).value_or(-1));
+    case Dialect::Completion:
+      return int32_t(body.integer("max_tokens", 0, kMaxInt32).value_or(server_default.value_or(16)));
+    case Dialect::Llama:
+      return int32_t(body.integer("n_predict", -1, kMaxInt32).value_or(server_default.value_or(-1)));
   }
   return -1;
 }
@@ -103,14 +107,16 @@ std::vector<std::string> decode_stop(const Fields& body) {
   return out;
 }
 
-uint64_t decode_seed(const Fields& body) {
-  const std::optional<int64_t> seed = body.integer("seed", -1, std::numeric_limits<int64_t>::max());
-  if (seed && *seed >= 0) return uint64_t(*seed);
+/// `seed`, else the server's --seed; -1 (either way): a random one.
+uint64_t decode_seed(const Fields& body, int64_t server_default) {
+  const int64_t seed = body.integer("seed", -1, std::numeric_limits<int64_t>::max()).value_or(server_default);
+  if (seed >= 0) return uint64_t(seed);
   std::random_device rd;
   return (uint64_t(rd()) << 32) ^ uint64_t(rd());
 }
 
-void decode_sampler(const Fields& body, SamplerParams& p) {
+/// The sampler fields over `p`, which holds the server's defaults.
+void decode_sampler(const Fields& body, SamplerParams& p, int64_t server_seed) {
   p.temperature = float(body.number("temperature", 0.0, 100.0).value_or(p.temperature));
   p.top_k = int32_t(body.integer("top_k", -1, kMaxInt32).value_or(p.top_k));
   p.top_p = float(body.number("top_p", 0.0, 1.0).value_or(p.top_p));
@@ -120,12 +126,12 @@ void decode_sampler(const Fields& body, SamplerParams& p) {
   p.repeat_penalty = float(body.number("repeat_penalty", 0.0, 100.0).value_or(p.repeat_penalty));
   if (p.repeat_penalty <= 0.0f) throw bad_field("repeat_penalty", "'repeat_penalty' must be greater than 0");
   p.repeat_last_n = int32_t(body.integer("repeat_last_n", -1, kMaxInt32).value_or(p.repeat_last_n));
-  p.presence_penalty = float(body.number("presence_penalty", -100.0, 100.0).value_or(0.0));
-  p.frequency_penalty = float(body.number("frequency_penalty", -100.0, 100.0).value_or(0.0));
-  p.mirostat = int32_t(body.integer("mirostat", 0, 2).value_or(0));
+  p.presence_penalty = float(body.number("presence_penalty", -100.0, 100.0).value_or(p.presence_penalty));
+  p.frequency_penalty = float(body.number("frequency_penalty", -100.0, 100.0).value_or(p.frequency_penalty));
+  p.mirostat = int32_t(body.integer("mirostat", 0, 2).value_or(p.mirostat));
   p.mirostat_tau = float(body.number("mirostat_tau", 0.0, 100.0).value_or(p.mirostat_tau));
   p.mirostat_eta = float(body.number("mirostat_eta", 0.0, 100.0).value_or(p.mirostat_eta));
-  p.seed = decode_seed(body);
+  p.seed = decode_seed(body, server_seed);
 }
 
 std::shared_ptr<const Grammar> parse_grammar(const std::string& text, const std::string& param) {
@@ -181,8 +187,9 @@ std::shared_ptr<const Grammar> decode_grammar(const Fields& body) {
 
 void decode_generation_fields(const Fields& body, Dialect dialect, const ServerContext& ctx,
                               serving::GenerationRequest& r) {
-  r.max_tokens = decode_max_tokens(body, dialect);
-  decode_sampler(body, r.sampling);
+  r.max_tokens = decode_max_tokens(body, dialect, ctx.options.n_predict);
+  r.sampling = ctx.options.sampling;
+  decode_sampler(body, r.sampling, ctx.options.seed);
   r.sampling.logit_bias = decode_logit_bias(body, ctx.tokenizer().n_vocab());
   r.stop = decode_stop(body);
   r.ignore_eos = body.boolean("ignore_eos").value_or(false);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,14 @@ struct ServerOptions {
   std::string alias;     // the model's name in responses (default: the file name)
   bool strict_model = false;  // --strict-model: a request naming another model is a 404
   std::string chat_template;
+  // Defaults of every request that leaves a field out (or sends null), llama-server's
+  // flags: --temp, --top-k, --top-p, --min-p, --repeat-penalty set these; the rest stay
+  // SamplerParams's. --seed: -1 draws a random seed per request. -n: the token limit
+  // (-1: until the sequence is full); unset, each endpoint keeps its own (16 for
+  // /v1/completions, -1 elsewhere).
+  SamplerParams sampling;
+  int64_t seed = -1;
+  std::optional<int32_t> n_predict;
   bool embeddings = false;
   std::string cors_origin;  // empty: no CORS headers
   bool webui = true;
