@@ -505,6 +505,93 @@ TEST_F(ServerHttp, LlamaCompletionAndItsStream) {
   EXPECT_EQ(chunks.back()["tokens_predicted"], 6);
 }
 
+TEST_F(ServerHttp, LlamaCompletionStopTypeTruncatedTokensNewLines) {
+  Api a = api();
+  const json base = {{"prompt", "Once upon a time"}, {"temperature", 0}};
+  json b = base;
+  b["n_predict"] = 6;
+  b["return_tokens"] = true;
+  const Reply limit = a.post("/completion", b);
+  ASSERT_EQ(limit.status, 200) << limit.text;
+  EXPECT_EQ(limit.body["stop_type"], "limit");
+  EXPECT_EQ(limit.body["truncated"], false);
+  const std::string text = limit.body["content"];
+  EXPECT_EQ(limit.body["has_new_line"], text.find('\n') != std::string::npos);
+  ASSERT_EQ(limit.body["tokens"].size(), 6u);
+  const Reply detok = a.post("/detokenize", json{{"tokens", limit.body["tokens"]}});
+  EXPECT_EQ(detok.body["content"], text);
+  b.erase("return_tokens");
+  EXPECT_EQ(a.post("/completion", b).body["tokens"], json::array());  // without return_tokens
+  // A stop string from that greedy text: "word", and the string that matched.
+  ASSERT_GE(text.size(), 4u);
+  b = base;
+  b["n_predict"] = 6;
+  b["stop"] = {text.substr(text.size() / 2, 2)};
+  const Reply word = a.post("/completion", b);
+  EXPECT_EQ(word.body["stop_type"], "word") << word.text;
+  EXPECT_EQ(word.body["stopping_word"], b["stop"][0]);
+  EXPECT_EQ(word.body["stopped_word"], true);
+  // The end-of-text token (id 2) made certain: "eos".
+  b = base;
+  b["logit_bias"] = {{2, 100}};
+  const Reply eos = a.post("/completion", b);
+  EXPECT_EQ(eos.body["stop_type"], "eos") << eos.text;
+  EXPECT_EQ(eos.body["stopped_eos"], true);
+  EXPECT_EQ(eos.body["truncated"], false);
+  // Until the sequence is full: truncated.
+  const int64_t n_ctx = a.get("/props").body["n_ctx_per_seq"];
+  b = base;
+  b["ignore_eos"] = true;
+  const Reply full = a.post("/completion", b);
+  ASSERT_EQ(full.status, 200) << full.text;
+  EXPECT_EQ(full.body["stop_type"], "limit");
+  EXPECT_EQ(full.body["truncated"], true);
+  EXPECT_EQ(full.body["tokens_predicted"].get<int64_t>() + full.body["tokens_evaluated"].get<int64_t>(), n_ctx);
+}
+
+TEST_F(ServerHttp, LlamaStreamSaysWhenANewLineCame) {
+  json b = {{"prompt", "Once upon a time"}, {"temperature", 0}, {"n_predict", 4}, {"stream", true}};
+  b["logit_bias"] = {{13, 100}};  // <0x0A>: every token a new line
+  const Reply nl = api().post("/completion", b);
+  ASSERT_EQ(nl.status, 200) << nl.text;
+  bool done = false;
+  std::vector<json> chunks = sse_chunks(nl.text, &done);
+  ASSERT_GE(chunks.size(), 2u);
+  std::string so_far;
+  for (const json& c : chunks) {
+    if (c["stop"] == true) break;
+    so_far += c["content"].get<std::string>();
+    EXPECT_EQ(c["has_new_line"], so_far.find('\n') != std::string::npos) << c.dump();
+  }
+  EXPECT_NE(so_far.find('\n'), std::string::npos);
+  EXPECT_EQ(chunks.back()["has_new_line"], true);
+  EXPECT_EQ(chunks.back()["stop_type"], "limit");
+  b.erase("logit_bias");
+  b["n_predict"] = 1;
+  chunks = sse_chunks(api().post("/completion", b).text, &done);
+  ASSERT_FALSE(chunks.empty());
+  const std::string first = chunks.front()["content"];
+  EXPECT_EQ(chunks.front()["has_new_line"], first.find('\n') != std::string::npos);
+}
+
+TEST_F(ServerHttp, SystemFingerprintIsTheBuild) {
+  Api a = api();
+  const Reply chat = a.post("/v1/chat/completions", chat_body("hi", 2));
+  ASSERT_EQ(chat.status, 200) << chat.text;
+  ASSERT_TRUE(chat.body["system_fingerprint"].is_string()) << chat.text;
+  const std::string fp = chat.body["system_fingerprint"];
+  EXPECT_EQ(fp.rfind("tessera-0.1.0-", 0), 0u) << fp;
+  EXPECT_EQ(fp.size(), std::string("tessera-0.1.0-").size() + 12) << fp;
+  EXPECT_EQ(a.post("/v1/completions", json{{"prompt", "Once"}, {"max_tokens", 2}}).body["system_fingerprint"], fp);
+  json s = chat_body("hi", 2);
+  s["stream"] = true;
+  bool done = false;
+  for (const json& c : sse_chunks(a.post("/v1/chat/completions", s).text, &done)) {
+    EXPECT_EQ(c["system_fingerprint"], fp);
+  }
+  EXPECT_TRUE(done);
+}
+
 TEST_F(ServerHttp, CompletionsWithoutV1IsLlamaCompletion) {
   Api a = api();
   const json body = {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"temperature", 0}};

@@ -79,15 +79,34 @@ json probability_json(const TokenInfo& t, const Tokenizer& tok) {
           {"top_logprobs", top}};
 }
 
+/// llama-server's stop_type: "eos" (an end-of-generation token or a complete grammar),
+/// "word" (a stop string), "limit" (n_predict, the sequence's end, --timeout), "none".
+const char* stop_type(const ChoiceOutput& c, bool timed_out) {
+  if (timed_out || c.finish == serving::FinishReason::Length) return "limit";
+  if (c.finish != serving::FinishReason::Stop) return "none";
+  return c.stop_word.empty() ? "eos" : "word";
+}
+
+bool has_new_line(const std::string& text) { return text.find('\n') != std::string::npos; }
+
 /// The final object of /completion (also the last frame of its stream, with "content"
-/// holding only the text released at the end).
+/// holding only the text released at the end, and `new_line` telling whether the whole
+/// text has one).
 json completion_final(const ServerContext& ctx, const Job& job, const ChoiceOutput& c, const serving::Usage& u,
-                      bool timed_out) {
+                      bool timed_out, bool new_line) {
   const bool stop = c.finish == serving::FinishReason::Stop;
+  // The generation ran into the end of its sequence (not its n_predict).
+  const bool truncated = c.finish == serving::FinishReason::Length && !timed_out &&
+                         u.prompt_tokens + u.completion_tokens >= ctx.engine->params().n_ctx_per_seq;
+  json tokens = json::array();
+  if (job.return_tokens) {
+    for (const TokenInfo& t : c.tokens) tokens.push_back(t.token);
+  }
   json r = {{"content", c.text}, {"id_slot", -1}, {"stop", true}, {"model", ctx.model_name},
             {"tokens_predicted", u.completion_tokens}, {"tokens_evaluated", u.prompt_tokens},
             {"tokens_cached", u.cached_tokens}, {"generation_settings", sampling_json(job.request)},
-            {"truncated", false}, {"stopped_eos", stop && c.stop_word.empty()},
+            {"truncated", truncated}, {"stop_type", stop_type(c, timed_out)}, {"has_new_line", new_line},
+            {"tokens", tokens}, {"stopped_eos", stop && c.stop_word.empty()},
             {"stopped_word", !c.stop_word.empty()},
             {"stopped_limit", !stop || timed_out}, {"stopping_word", c.stop_word}, {"timings", timings_json(u)}};
   if (job.request.n_probs > 0) {
@@ -106,7 +125,8 @@ class LlamaStream : public SseFormatter {
   std::string event(const serving::Event& e, bool timed_out) override {
     apply_event(e, choice_, ctx_.tokenizer());
     if (e.kind == serving::Event::Kind::Token && (!e.text.empty() || job_.request.n_probs > 0)) {
-      json frame = {{"content", e.text}, {"stop", false}, {"id_slot", -1}, {"tokens", json::array({e.token})}};
+      json frame = {{"content", e.text}, {"stop", false}, {"id_slot", -1}, {"tokens", json::array({e.token})},
+                    {"has_new_line", has_new_line(choice_[0].text)}};
       if (job_.request.n_probs > 0) {
         frame["completion_probabilities"] =
             json::array({probability_json(TokenInfo{e.token, e.piece, e.logprob.logprob, e.top, 0}, ctx_.tokenizer())});
@@ -123,8 +143,8 @@ class LlamaStream : public SseFormatter {
   std::string end(const serving::Usage& usage) override {
     ChoiceOutput last = choice_[0];
     last.text = final_text_;
-    last.tokens.clear();
-    return sse_frame(completion_final(ctx_, job_, last, usage, timed_out_));
+    last.tokens.clear();  // each came with its frame, as the text did
+    return sse_frame(completion_final(ctx_, job_, last, usage, timed_out_, has_new_line(choice_[0].text)));
   }
 
  private:
@@ -170,7 +190,8 @@ void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse&
   }
   ConnectionWatch watch(req);
   const JobOutput out = collect(*run, ctx, watch);
-  send_json(res, completion_final(ctx, job, out.choices.at(0), out.usage, run->timed_out()));
+  const ChoiceOutput& c = out.choices.at(0);
+  send_json(res, completion_final(ctx, job, c, out.usage, run->timed_out(), has_new_line(c.text)));
 }
 
 void handle_tokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
@@ -228,7 +249,7 @@ void handle_props(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {
                   {"chat_template", std::string(ctx.chat_template->name())},
                   {"embeddings", ctx.options.embeddings},
                   {"prefix_cache", p.prefix_cache},
-                  {"build_info", "tessera 0.1.0"}});
+                  {"build_info", std::string("tessera ") + kTesseraVersion}});
 }
 
 void handle_slots(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {

@@ -32,7 +32,8 @@ void run_openai(ServerContext& ctx, const HttpRequest& req, HttpResponse& res, D
   ctx.check_model(Fields(body));
   const Job job = decode_job(body, dialect, ctx);
   const bool chat = dialect == Dialect::Chat;
-  const ResponseMeta meta{ctx.make_id(chat ? "chatcmpl-" : "cmpl-"), unix_time(), ctx.model_name};
+  const ResponseMeta meta{ctx.make_id(chat ? "chatcmpl-" : "cmpl-"), unix_time(), ctx.model_name,
+                          build_fingerprint()};
   auto run = std::make_shared<JobRun>(ctx, job);
   const bool logprobs = job.request.logprobs;
   if (job.stream) {

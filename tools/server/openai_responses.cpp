@@ -43,7 +43,7 @@ json legacy_top_json(const TokenInfo& t, const Tokenizer& tok) {
 
 json envelope(const ResponseMeta& meta, const char* object) {
   return {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model},
-          {"system_fingerprint", nullptr}};
+          {"system_fingerprint", meta.fingerprint}};
 }
 
 }  // namespace

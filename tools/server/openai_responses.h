@@ -17,6 +17,7 @@ struct ResponseMeta {
   std::string id;  // "chatcmpl-..." or "cmpl-..."
   int64_t created = 0;
   std::string model;
+  std::string fingerprint;  // system_fingerprint: build_fingerprint()
 };
 
 nlohmann::json usage_json(const serving::Usage& u);

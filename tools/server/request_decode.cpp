@@ -223,6 +223,8 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
   decode_stream(body, job);
   if (dialect != Dialect::Llama) {
     job.request.n_choices = int(body.integer("n", 1, limits::kMaxChoices).value_or(1));
+  } else {
+    job.return_tokens = body.boolean("return_tokens").value_or(false);
   }
   decode_logprobs(body, dialect, job.request);
   decode_generation_fields(body, dialect, ctx, job.request);

@@ -19,6 +19,7 @@ struct Job {
   serving::GenerationRequest request;         // everything but the prompt
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool return_tokens = false;  // /completion: the generated ids in the final object's `tokens`
 };
 
 /// Which API's field names and defaults apply.

@@ -1,8 +1,11 @@
 #include "server/server_context.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <vector>
 
 #include "server/errors.h"
 #include "server/json_fields.h"
@@ -34,6 +37,29 @@ void ServerContext::check_model_name(const std::string& name) const {
                          "model_not_found");
   e.param = "model";
   throw e;
+}
+
+namespace {
+
+std::string compute_fingerprint() {
+  const std::string base = std::string("tessera-") + kTesseraVersion;
+  std::ifstream exe("/proc/self/exe", std::ios::binary);
+  if (!exe) return base;
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  std::vector<char> buf(1 << 16);
+  while (exe.read(buf.data(), std::streamsize(buf.size())) || exe.gcount() > 0) {
+    for (std::streamsize i = 0; i < exe.gcount(); ++i) h = (h ^ uint8_t(buf[size_t(i)])) * 0x100000001b3ull;
+  }
+  char hex[20];
+  std::snprintf(hex, sizeof hex, "%012llx", static_cast<unsigned long long>(h & 0xffffffffffffull));
+  return base + "-" + hex;
+}
+
+}  // namespace
+
+const std::string& build_fingerprint() {
+  static const std::string fp = compute_fingerprint();
+  return fp;
 }
 
 std::string ServerContext::make_id(const char* prefix) {

@@ -22,6 +22,15 @@ class Fields;
 
 enum class ServerState { Loading, Ready, ShuttingDown };
 
+/// tessera's version, as /props and the fingerprint give it.
+inline constexpr const char* kTesseraVersion = "0.1.0";
+
+/// OpenAI's `system_fingerprint`: "tessera-<version>-<12 hex digits>", the digits a hash
+/// of this executable's bytes (/proc/self/exe), so one build always answers the same and
+/// another build differently ("tessera-<version>" alone if the file cannot be read).
+/// Computed once; run_server calls it at start-up.
+const std::string& build_fingerprint();
+
 struct ServerContext {
   explicit ServerContext(const ServerOptions& o) : options(o) {}
 

@@ -178,6 +178,7 @@ int run_server(const ServerOptions& o) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts: all inherit it
 
   raise_file_limit(rlim_t(o.max_connections) + 64);  // + the model, logs, the engine's own
+  build_fingerprint();  // once, before any handler needs it
   ServerContext ctx(o);
   ctx.model_file = o.model.empty() ? Model::default_model_name() : std::filesystem::path(o.model).filename().string();
   ctx.model_name = o.alias.empty() ? ctx.model_file : o.alias;
