@@ -592,6 +592,42 @@ TEST_F(ServerHttp, SystemFingerprintIsTheBuild) {
   EXPECT_TRUE(done);
 }
 
+TEST_F(ServerHttp, LlamaCompletionWithSeveralPromptsAnswersAnArray) {
+  Api a = api();
+  const json one = {{"prompt", "Once upon a time"}, {"n_predict", 3}, {"temperature", 0}};
+  const Reply single = a.post("/completion", one);
+  ASSERT_EQ(single.status, 200) << single.text;
+  ASSERT_TRUE(single.body.is_object());
+  const json ids = a.post("/tokenize", json{{"content", "Once"}, {"add_special", true}}).body["tokens"];
+  json b = one;
+  b["prompt"] = {"Once upon a time", ids};
+  const Reply r = a.post("/completion", b);
+  ASSERT_EQ(r.status, 200) << r.text;
+  ASSERT_TRUE(r.body.is_array()) << r.text;
+  ASSERT_EQ(r.body.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.body[i]["index"], i);
+    EXPECT_EQ(r.body[i]["tokens_predicted"], 3);
+    EXPECT_EQ(r.body[i]["stop_type"], "limit");
+  }
+  EXPECT_EQ(r.body[0]["content"], single.body["content"]);
+  EXPECT_EQ(r.body[0]["tokens_evaluated"], single.body["tokens_evaluated"]);
+  EXPECT_EQ(r.body[1]["tokens_evaluated"], ids.size());
+  // A list with a token id in it is still one prompt (ids and strings mixed).
+  b["prompt"] = {ids[0], " upon a time"};
+  EXPECT_TRUE(a.post("/completion", b).body.is_object());
+  b["prompt"] = {"Once", "Once"};
+  b["stream"] = true;
+  expect_error(a.post("/completion", b), 400, "stream");
+  b["stream"] = false;
+  b["prompt"] = {"Once", 5.5};
+  expect_error(a.post("/completion", b), 400, "prompt");
+  b["prompt"] = {"Once", json::object()};
+  expect_error(a.post("/completion", b), 400, "prompt[1]");
+  b["prompt"] = json(std::vector<std::string>(65, "Once"));
+  expect_error(a.post("/completion", b), 400, "prompt");
+}
+
 TEST_F(ServerHttp, CompletionsWithoutV1IsLlamaCompletion) {
   Api a = api();
   const json body = {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"temperature", 0}};

@@ -55,6 +55,8 @@ class JobRun {
   std::vector<float> embedding(size_t i) const { return streams_[i]->embedding(); }
   /// Usage summed over the prompts (timestamps: the earliest start, the latest end).
   serving::Usage usage() const;
+  /// Usage of prompt `i` alone.
+  serving::Usage usage(size_t i) const { return streams_[i]->usage(); }
 
  private:
   std::vector<std::shared_ptr<serving::Stream>> streams_;

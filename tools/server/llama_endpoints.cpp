@@ -183,6 +183,10 @@ void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse&
   const json body = parse_body(req.body);
   ctx.check_model(Fields(body));
   const Job job = decode_job(body, Dialect::Llama, ctx);
+  const bool several = job.prompts.size() > 1;
+  if (several && job.stream) {
+    throw bad_field("stream", "'stream' takes one prompt: this 'prompt' lists " + std::to_string(job.prompts.size()));
+  }
   auto run = std::make_shared<JobRun>(ctx, job);
   if (job.stream) {
     stream_response(req, res, ctx, run, std::make_shared<LlamaStream>(ctx, job));
@@ -190,8 +194,18 @@ void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse&
   }
   ConnectionWatch watch(req);
   const JobOutput out = collect(*run, ctx, watch);
-  const ChoiceOutput& c = out.choices.at(0);
-  send_json(res, completion_final(ctx, job, c, out.usage, run->timed_out(), has_new_line(c.text)));
+  if (!several) {
+    const ChoiceOutput& c = out.choices.at(0);
+    send_json(res, completion_final(ctx, job, c, out.usage, run->timed_out(), has_new_line(c.text)));
+    return;
+  }
+  json results = json::array();  // llama-server: one object per prompt, with its index
+  for (size_t i = 0; i < out.choices.size(); ++i) {
+    const ChoiceOutput& c = out.choices[i];
+    results.push_back(completion_final(ctx, job, c, run->usage(i), run->timed_out(), has_new_line(c.text)));
+    results.back()["index"] = i;
+  }
+  send_json(res, results);
 }
 
 void handle_tokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {

@@ -2,6 +2,8 @@
 // inputs in each form the APIs allow), n, streaming and log-probability fields.
 #include "server/request_decode.h"
 
+#include <algorithm>
+
 #include "server/errors.h"
 #include "server/request_limits.h"
 #include "server/server_context.h"
@@ -85,27 +87,42 @@ std::vector<std::vector<TokenId>> completion_prompts(const Fields& body, const S
   return prompts;
 }
 
-/// /completion `prompt`: a string, or a list mixing token ids and strings (strings are
-/// tokenized without BOS, as llama.cpp does).
-std::vector<std::vector<TokenId>> llama_prompt(const Fields& body, const ServerContext& ctx) {
-  const json* p = body.get("prompt");
-  if (!p) throw bad_field("prompt", "'prompt' is required");
-  if (p->is_string()) return {encode_prompt(ctx, p->get<std::string>(), "prompt")};
-  if (!p->is_array()) throw bad_field("prompt", "'prompt' must be a string or an array, not " + type_words(*p));
+/// One /completion prompt: a string, or a list mixing token ids and strings (strings
+/// are tokenized without BOS, as llama.cpp does).
+std::vector<TokenId> llama_one_prompt(const json& p, const std::string& param, const ServerContext& ctx) {
+  if (p.is_string()) return encode_prompt(ctx, p.get<std::string>(), param);
+  if (!p.is_array()) throw bad_field(param, "'" + param + "' must be a string or an array, not " + type_words(p));
   std::vector<TokenId> ids;
-  for (size_t i = 0; i < p->size(); ++i) {
-    const json& e = (*p)[i];
+  for (size_t i = 0; i < p.size(); ++i) {
+    const json& e = p[i];
     if (e.is_string()) {
       const std::vector<TokenId> part = ctx.tokenizer().encode(e.get<std::string>(), false, true);
       ids.insert(ids.end(), part.begin(), part.end());
     } else if (e.is_number_integer()) {
-      ids.push_back(decode_token_list(json::array({e}), "prompt", ctx.tokenizer().n_vocab())[0]);
+      ids.push_back(decode_token_list(json::array({e}), param, ctx.tokenizer().n_vocab())[0]);
     } else {
-      throw bad_field("prompt", "'" + at("prompt", i) + "' must be a token id or a string, not " + type_words(e));
+      throw bad_field(param, "'" + at(param, i) + "' must be a token id or a string, not " + type_words(e));
     }
   }
-  if (ids.empty()) throw bad_field("prompt", "'prompt' is empty: it has no tokens");
-  return {ids};
+  if (ids.empty()) throw bad_field(param, "'" + param + "' is empty: it has no tokens");
+  return ids;
+}
+
+/// /completion `prompt`: one prompt (a string, or a list with a token id in it), or, as
+/// llama-server has it, several: a list of strings and lists.
+std::vector<std::vector<TokenId>> llama_prompt(const Fields& body, const ServerContext& ctx) {
+  const json* p = body.get("prompt");
+  if (!p) throw bad_field("prompt", "'prompt' is required");
+  const bool one = !p->is_array() || p->empty() ||
+                   std::any_of(p->begin(), p->end(), [](const json& e) { return e.is_number(); });
+  if (one) return {llama_one_prompt(*p, "prompt", ctx)};
+  if (p->size() > limits::kMaxPrompts) {
+    throw bad_field("prompt", "'prompt' lists more than " + std::to_string(limits::kMaxPrompts) +
+                                  " prompts (the server's limit kMaxPrompts)");
+  }
+  std::vector<std::vector<TokenId>> prompts;
+  for (size_t i = 0; i < p->size(); ++i) prompts.push_back(llama_one_prompt((*p)[i], at("prompt", i), ctx));
+  return prompts;
 }
 
 void decode_stream(const Fields& body, Job& job) {
