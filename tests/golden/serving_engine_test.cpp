@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/runtime_test_util.h"
+#include "common/serving_test_util.h"
 #include "tessera/serving.h"
 #include "tessera/tokenizer.h"
 
@@ -36,20 +37,8 @@ void drain(Stream& s, Outcome& o, size_t n_choices) {
   if (s.done()) o.usage = s.usage();
 }
 
-std::unique_ptr<Engine> make_engine(const Model& m, EngineParams p) {
-  p.n_threads = 1;
-  Result<std::unique_ptr<Engine>> e = Engine::create(m, p);
-  EXPECT_TRUE(e.is_ok()) << e.status().message();
-  return e ? std::move(*e) : nullptr;
-}
-
-GenerationRequest greedy(const Tokenizer& tok, const std::string& prompt, int32_t max_tokens) {
-  GenerationRequest r;
-  r.prompt = tok.encode(prompt, true);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0.0f;
-  return r;
-}
+using test::greedy;
+using test::make_engine;
 
 /// Runs `r` alone on a fresh one-slot engine without a prefix cache.
 Outcome alone(const Model& m, const GenerationRequest& r) {
