@@ -221,8 +221,6 @@ TEST_F(ServerHttp, ErrorStatusesAndShapes) {
   expect_error(a.post("/v1/chat/completions", b), 400, "grammar");
   expect_error(a.post("/v1/completions", json{{"prompt", json::array({1, 2, 999999})}}), 400, "prompt");
   expect_error(a.post("/v1/completions", json{{"max_tokens", 3}}), 400, "prompt");
-  b = chat_body("hi", 100000);
-  expect_error(a.post("/v1/chat/completions", b), 400);  // does not fit a sequence
   b = chat_body("hi", 4);
   b["model"] = 5;
   expect_error(a.post("/v1/chat/completions", b), 400, "model");
@@ -628,6 +626,91 @@ TEST_F(ServerHttp, LlamaCompletionWithSeveralPromptsAnswersAnArray) {
   expect_error(a.post("/completion", b), 400, "prompt");
 }
 
+TEST_F(ServerHttp, MaxTokensPastTheContextGeneratesUntilTheSequenceIsFull) {
+  Api a = api();
+  const int64_t n_ctx = a.get("/props").body["n_ctx_per_seq"];
+  // /v1/completions: 200, "length", the rest of the sequence generated.
+  const json c = {{"prompt", "Once upon a time"}, {"max_tokens", 10000}, {"temperature", 0}, {"ignore_eos", true}};
+  const Reply r = a.post("/v1/completions", c);
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.body["choices"][0]["finish_reason"], "length");
+  const int64_t prompt = r.body["usage"]["prompt_tokens"];
+  EXPECT_EQ(r.body["usage"]["completion_tokens"].get<int64_t>(), n_ctx - prompt);
+  EXPECT_EQ(r.body["truncated"], false);  // the prompt was whole
+  // Chat, plain and streamed.
+  json chat = chat_body("hi", 10000);
+  chat["ignore_eos"] = true;
+  chat["stop"] = json::array();
+  const Reply cr = a.post("/v1/chat/completions", chat);
+  ASSERT_EQ(cr.status, 200) << cr.text;
+  EXPECT_EQ(cr.body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(cr.body["usage"]["total_tokens"].get<int64_t>(), n_ctx) << cr.text;
+  EXPECT_EQ(cr.body["dropped_messages"], 0);
+  chat["stream"] = true;
+  const Reply s = a.post("/v1/chat/completions", chat);
+  ASSERT_EQ(s.status, 200) << s.text;
+  bool done = false;
+  const std::vector<json> chunks = sse_chunks(s.text, &done);
+  ASSERT_GE(chunks.size(), 2u);
+  EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "length");
+  // /completion: n_predict past the context is "limit" and truncated.
+  const Reply l = a.post("/completion", json{{"prompt", "Once upon a time"}, {"n_predict", 10000},
+                                             {"temperature", 0}, {"ignore_eos", true}});
+  ASSERT_EQ(l.status, 200) << l.text;
+  EXPECT_EQ(l.body["stop_type"], "limit");
+  EXPECT_EQ(l.body["truncated"], true);
+  EXPECT_EQ(l.body["tokens_predicted"].get<int64_t>() + l.body["tokens_evaluated"].get<int64_t>(), n_ctx);
+}
+
+/// `n` token ids: the BOS, then the tokens of a sentence over and over.
+json long_prompt(Api& a, int64_t n) {
+  const json ids = a.post("/tokenize", json{{"content", " Lily and Ben played in the park with a red ball."}}).body["tokens"];
+  const json bos = a.post("/tokenize", json{{"content", ""}, {"add_special", true}}).body["tokens"];
+  json out = json::array({bos.at(0)});
+  while (int64_t(out.size()) < n) out.push_back(ids[(out.size() - 1) % ids.size()]);
+  return out;
+}
+
+TEST_F(ServerHttp, APromptLongerThanTheContextIsTruncated) {
+  Api a = api();
+  const int64_t n_ctx = a.get("/props").body["n_ctx_per_seq"];
+  const json prompt = long_prompt(a, 2 * n_ctx + 3);
+  const int64_t half = n_ctx / 2;
+  const json base = {{"n_predict", 8}, {"temperature", 0}, {"ignore_eos", true}};
+  for (const int64_t n_keep : {int64_t(0), int64_t(10)}) {
+    json b = base;
+    b["prompt"] = prompt;
+    if (n_keep > 0) b["n_keep"] = n_keep;
+    const Reply r = a.post("/completion", b);
+    ASSERT_EQ(r.status, 200) << r.text;
+    EXPECT_EQ(r.body["truncated"], true);
+    EXPECT_EQ(r.body["tokens_evaluated"], half);
+    EXPECT_EQ(r.body["tokens_predicted"], 8);
+    EXPECT_EQ(r.body["stop_type"], "limit");
+    // The same greedy text as the kept tokens given whole: the first max(n_keep, 1) (the
+    // BOS), then the end of the prompt.
+    const int64_t keep = std::max<int64_t>(n_keep, 1);
+    json kept = json::array();
+    for (int64_t i = 0; i < keep; ++i) kept.push_back(prompt[size_t(i)]);
+    for (int64_t i = int64_t(prompt.size()) - (half - keep); i < int64_t(prompt.size()); ++i) {
+      kept.push_back(prompt[size_t(i)]);
+    }
+    b["prompt"] = kept;
+    b.erase("n_keep");
+    const Reply whole = a.post("/completion", b);
+    ASSERT_EQ(whole.status, 200) << whole.text;
+    EXPECT_EQ(whole.body["truncated"], false);
+    EXPECT_EQ(whole.body["content"], r.body["content"]) << "n_keep " << n_keep;
+  }
+  EXPECT_TRUE(server_->wait_for_log("prompt truncated", std::chrono::seconds(5))) << server_->log();
+  // /v1/completions: the same cut, `truncated` beside OpenAI's fields.
+  const Reply o = a.post("/v1/completions", json{{"prompt", prompt}, {"max_tokens", 4}, {"temperature", 0}});
+  ASSERT_EQ(o.status, 200) << o.text;
+  EXPECT_EQ(o.body["usage"]["prompt_tokens"], half);
+  EXPECT_EQ(o.body["truncated"], true);
+  expect_error(a.post("/completion", json{{"prompt", prompt}, {"n_keep", -2}}), 400, "n_keep");
+}
+
 TEST_F(ServerHttp, CompletionsWithoutV1IsLlamaCompletion) {
   Api a = api();
   const json body = {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"temperature", 0}};
@@ -731,6 +814,76 @@ std::unique_ptr<ServerProcess> start_server(const std::vector<std::string>& extr
   auto s = ServerProcess::start(args, &error);
   EXPECT_TRUE(s) << error;
   return s;
+}
+
+/// A chat of `turns` user/assistant pairs after a system message, then a last question.
+json long_chat(int turns) {
+  json messages = json::array({{{"role", "system"}, {"content", "You tell short stories about a cat."}}});
+  for (int i = 0; i < turns; ++i) {
+    messages.push_back({{"role", "user"}, {"content", "Tell me story number " + std::to_string(i) + " please."}});
+    messages.push_back({{"role", "assistant"}, {"content", "Once upon a time there was a little cat called Tom. "
+                                                           "Tom liked to play with his red ball in the garden. "
+                                                           "One day the ball rolled away and Tom ran after it."}});
+  }
+  messages.push_back({{"role", "user"}, {"content", "And one more?"}});
+  return messages;
+}
+
+TEST(ServerHttpLimits, AChatLongerThanTheContextDropsItsOldestTurns) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  // 512 cells: room for a few turns (this template spells its tags in ~18 tokens each).
+  auto server = start_server({"-np", "1", "--ctx-per-seq", "512"});
+  ASSERT_TRUE(server);
+  Api a(server->port(), "");
+  const int64_t n_ctx = a.get("/props").body["n_ctx_per_seq"];
+  ASSERT_EQ(n_ctx, 512);
+  const json messages = long_chat(6);
+  const std::string text = a.post("/apply-template", json{{"messages", messages}}).body["prompt"];
+  const json all = a.post("/tokenize", json{{"content", text}, {"add_special", true}}).body["tokens"];
+  ASSERT_GT(int64_t(all.size()), n_ctx) << "the history must exceed the context";
+  json b = {{"messages", messages}, {"max_tokens", 16}, {"temperature", 0}};
+  const Reply r = a.post("/v1/chat/completions", b);
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.body["truncated"], true);
+  const int dropped = r.body["dropped_messages"];
+  EXPECT_GT(dropped, 0);
+  EXPECT_EQ(dropped % 2, 0) << "whole turns go";
+  EXPECT_LT(dropped, int(messages.size()) - 2) << "the newest turns stay";
+  EXPECT_LE(r.body["usage"]["prompt_tokens"].get<int64_t>() + 16, n_ctx);
+  // The same as sending the kept messages: the system message, the newest turns, the question.
+  json kept = json::array({messages[0]});
+  for (size_t i = 1 + size_t(dropped); i < messages.size(); ++i) kept.push_back(messages[i]);
+  b["messages"] = kept;
+  const Reply same = a.post("/v1/chat/completions", b);
+  ASSERT_EQ(same.status, 200) << same.text;
+  EXPECT_EQ(same.body["dropped_messages"], 0);
+  EXPECT_EQ(same.body["truncated"], false);
+  EXPECT_EQ(same.body["usage"]["prompt_tokens"], r.body["usage"]["prompt_tokens"]);
+  EXPECT_EQ(same.body["choices"][0]["message"]["content"], r.body["choices"][0]["message"]["content"]);
+  // One turn fewer would not have left the room.
+  json one_more = json::array({messages[0]});
+  for (size_t i = size_t(dropped) - 1; i < messages.size(); ++i) one_more.push_back(messages[i]);
+  const std::string longer = a.post("/apply-template", json{{"messages", one_more}}).body["prompt"];
+  EXPECT_GT(int64_t(a.post("/tokenize", json{{"content", longer}, {"add_special", true}}).body["tokens"].size()) + 16,
+            n_ctx);
+  EXPECT_TRUE(server->wait_for_log("dropped " + std::to_string(dropped) + " old messages", std::chrono::seconds(5)))
+      << server->log();
+  // Streamed: every chunk says so.
+  b["messages"] = messages;
+  b["stream"] = true;
+  bool done = false;
+  const std::vector<json> chunks = sse_chunks(a.post("/v1/chat/completions", b).text, &done);
+  ASSERT_FALSE(chunks.empty());
+  EXPECT_EQ(chunks.front()["dropped_messages"], dropped);
+  // What must stay (the system message and the last user message) is too long: 400.
+  json huge = long_chat(1);
+  std::string big;
+  for (int64_t i = 0; i < n_ctx; ++i) big += " cat";
+  huge.back()["content"] = big;
+  const Reply e = a.post("/v1/chat/completions", json{{"messages", huge}, {"max_tokens", 4}});
+  expect_error(e, 400, "messages");
+  EXPECT_EQ(e.body["error"]["code"], "context_length_exceeded");
+  EXPECT_EQ(server->stop(), 0) << server->log();
 }
 
 TEST(ServerHttpLimits, QueueFullIs429) {

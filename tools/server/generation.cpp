@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "server/connection_watch.h"
+#include "server/context_fit.h"
 #include "server/errors.h"
 #include "server/request_log.h"
 #include "server/server_context.h"
@@ -38,6 +39,13 @@ JobRun::JobRun(ServerContext& ctx, const Job& job) : n_per_prompt_(job.request.n
   for (const std::vector<TokenId>& prompt : job.prompts) {
     requests.push_back(job.request);
     requests.back().prompt = prompt;
+    // A limit past the context: generate until the sequence is full (as llama-server).
+    requests.back().max_tokens = fit_max_tokens(job.request.max_tokens, int64_t(prompt.size()), ctx.seq_ctx());
+  }
+  if (job.dropped_messages > 0) {
+    add_log_note("dropped " + std::to_string(job.dropped_messages) + " old messages");
+  } else if (job.truncated()) {
+    add_log_note("prompt truncated");
   }
   serving::SubmittedGroup s = ctx.engine->submit_group(std::move(requests));
   if (s.streams.empty()) throw refusal_error(s.refusal, s.message);
@@ -146,10 +154,10 @@ JobOutput collect(JobRun& run, ServerContext& ctx, ConnectionWatch& watch) {
   out.usage = run.usage();
   record_usage(ctx, out.usage);
   if (disconnected) {
-    request_log().note = "client disconnected";
+    add_log_note("client disconnected");
     throw ApiError(499, "the client closed the connection", "client_closed_request");
   }
-  if (run.timed_out()) request_log().note = "timeout";
+  if (run.timed_out()) add_log_note("timeout");
   if (!error.empty()) throw internal_error(error);
   for (const ChoiceOutput& c : out.choices) {
     if (!finish_name(c.finish, run.timed_out())) {

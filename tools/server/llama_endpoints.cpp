@@ -92,12 +92,14 @@ bool has_new_line(const std::string& text) { return text.find('\n') != std::stri
 /// The final object of /completion (also the last frame of its stream, with "content"
 /// holding only the text released at the end, and `new_line` telling whether the whole
 /// text has one).
-json completion_final(const ServerContext& ctx, const Job& job, const ChoiceOutput& c, const serving::Usage& u,
-                      bool timed_out, bool new_line) {
+json completion_final(const ServerContext& ctx, const Job& job, size_t prompt, const ChoiceOutput& c,
+                      const serving::Usage& u, bool timed_out, bool new_line) {
   const bool stop = c.finish == serving::FinishReason::Stop;
-  // The generation ran into the end of its sequence (not its n_predict).
-  const bool truncated = c.finish == serving::FinishReason::Length && !timed_out &&
-                         u.prompt_tokens + u.completion_tokens >= ctx.engine->params().n_ctx_per_seq;
+  // As llama-server: the prompt was cut to fit, or the generation ran into the end of its
+  // sequence (not its n_predict).
+  const bool truncated = job.prompt_truncated.at(prompt) ||
+                         (c.finish == serving::FinishReason::Length && !timed_out &&
+                          u.prompt_tokens + u.completion_tokens >= ctx.seq_ctx());
   json tokens = json::array();
   if (job.return_tokens) {
     for (const TokenInfo& t : c.tokens) tokens.push_back(t.token);
@@ -144,7 +146,7 @@ class LlamaStream : public SseFormatter {
     ChoiceOutput last = choice_[0];
     last.text = final_text_;
     last.tokens.clear();  // each came with its frame, as the text did
-    return sse_frame(completion_final(ctx_, job_, last, usage, timed_out_, has_new_line(choice_[0].text)));
+    return sse_frame(completion_final(ctx_, job_, 0, last, usage, timed_out_, has_new_line(choice_[0].text)));
   }
 
  private:
@@ -196,13 +198,13 @@ void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse&
   const JobOutput out = collect(*run, ctx, watch);
   if (!several) {
     const ChoiceOutput& c = out.choices.at(0);
-    send_json(res, completion_final(ctx, job, c, out.usage, run->timed_out(), has_new_line(c.text)));
+    send_json(res, completion_final(ctx, job, 0, c, out.usage, run->timed_out(), has_new_line(c.text)));
     return;
   }
   json results = json::array();  // llama-server: one object per prompt, with its index
   for (size_t i = 0; i < out.choices.size(); ++i) {
     const ChoiceOutput& c = out.choices[i];
-    results.push_back(completion_final(ctx, job, c, run->usage(i), run->timed_out(), has_new_line(c.text)));
+    results.push_back(completion_final(ctx, job, i, c, run->usage(i), run->timed_out(), has_new_line(c.text)));
     results.back()["index"] = i;
   }
   send_json(res, results);

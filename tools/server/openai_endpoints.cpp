@@ -33,7 +33,7 @@ void run_openai(ServerContext& ctx, const HttpRequest& req, HttpResponse& res, D
   const Job job = decode_job(body, dialect, ctx);
   const bool chat = dialect == Dialect::Chat;
   const ResponseMeta meta{ctx.make_id(chat ? "chatcmpl-" : "cmpl-"), unix_time(), ctx.model_name,
-                          build_fingerprint()};
+                          build_fingerprint(), job.truncated(), chat ? job.dropped_messages : -1};
   auto run = std::make_shared<JobRun>(ctx, job);
   const bool logprobs = job.request.logprobs;
   if (job.stream) {

@@ -42,8 +42,10 @@ json legacy_top_json(const TokenInfo& t, const Tokenizer& tok) {
 }
 
 json envelope(const ResponseMeta& meta, const char* object) {
-  return {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model},
-          {"system_fingerprint", meta.fingerprint}};
+  json e = {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model},
+            {"system_fingerprint", meta.fingerprint}, {"truncated", meta.truncated}};
+  if (meta.dropped_messages >= 0) e["dropped_messages"] = meta.dropped_messages;
+  return e;
 }
 
 }  // namespace

@@ -18,6 +18,10 @@ struct ResponseMeta {
   int64_t created = 0;
   std::string model;
   std::string fingerprint;  // system_fingerprint: build_fingerprint()
+  // tessera's fields beside OpenAI's (clients ignore them): `truncated`, a prompt was cut
+  // or messages left out to fit the context; chat only (>= 0): `dropped_messages`.
+  bool truncated = false;
+  int dropped_messages = -1;
 };
 
 nlohmann::json usage_json(const serving::Usage& u);

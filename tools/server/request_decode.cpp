@@ -3,7 +3,10 @@
 #include "server/request_decode.h"
 
 #include <algorithm>
+#include <limits>
+#include <span>
 
+#include "server/context_fit.h"
 #include "server/errors.h"
 #include "server/request_limits.h"
 #include "server/server_context.h"
@@ -46,9 +49,27 @@ std::vector<TokenId> encode_prompt(const ServerContext& ctx, const std::string& 
   return ids;
 }
 
-std::vector<std::vector<TokenId>> chat_prompt(const Fields& body, const ServerContext& ctx) {
-  const std::vector<ChatMessage> messages = decode_messages(body);
-  return {encode_prompt(ctx, ctx.chat_template->format(messages, true), "messages")};
+/// The chat prompt, the oldest turns left out when the history leaves too little room
+/// for the answer (context_fit.h).
+void chat_prompt(const std::vector<ChatMessage>& messages, const ServerContext& ctx, Job& job) {
+  const int64_t n_ctx = ctx.seq_ctx();
+  const ChatRender render = [&](std::span<const ChatMessage> m) {
+    return encode_prompt(ctx, ctx.chat_template->format(m, true), "messages");
+  };
+  ChatFit fit = fit_chat(messages, n_ctx, answer_room(job.request.max_tokens, n_ctx), render);
+  job.prompts = {std::move(fit.prompt)};
+  job.prompt_truncated = {fit.dropped_messages > 0};
+  job.dropped_messages = fit.dropped_messages;
+}
+
+/// Completion prompts too long for a sequence, cut as llama-server cuts them: the first
+/// `n_keep` tokens (default 0; -1: as many as may be), then the end.
+void truncate_prompts(const Fields& body, const ServerContext& ctx, Job& job) {
+  const int64_t n_keep = body.integer("n_keep", -1, std::numeric_limits<int32_t>::max()).value_or(0);
+  job.prompt_truncated.clear();
+  for (std::vector<TokenId>& p : job.prompts) {
+    job.prompt_truncated.push_back(truncate_prompt(p, ctx.seq_ctx(), n_keep, ctx.tokenizer().bos()));
+  }
 }
 
 bool all_integers(const json& a) {
@@ -232,8 +253,9 @@ std::vector<ChatMessage> decode_messages(const Fields& body) {
 Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx) {
   const Fields body(body_json);
   Job job;
+  std::vector<ChatMessage> messages;
   switch (dialect) {
-    case Dialect::Chat: job.prompts = chat_prompt(body, ctx); break;
+    case Dialect::Chat: messages = decode_messages(body); break;
     case Dialect::Completion: job.prompts = completion_prompts(body, ctx); break;
     case Dialect::Llama: job.prompts = llama_prompt(body, ctx); break;
   }
@@ -245,11 +267,18 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
   }
   decode_logprobs(body, dialect, job.request);
   decode_generation_fields(body, dialect, ctx, job.request);
-  if (dialect == Dialect::Chat) {
+  if (dialect != Dialect::Chat) {
+    truncate_prompts(body, ctx, job);
+  } else {
+    chat_prompt(messages, ctx, job);
     const std::string_view marker = ctx.chat_template->end_marker();
     if (!marker.empty()) job.request.stop.emplace_back(marker);
   }
   return job;
+}
+
+bool Job::truncated() const {
+  return std::any_of(prompt_truncated.begin(), prompt_truncated.end(), [](bool t) { return t; });
 }
 
 Job decode_embedding_job(const Fields& body, const ServerContext& ctx) {

@@ -20,6 +20,11 @@ struct Job {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool return_tokens = false;  // /completion: the generated ids in the final object's `tokens`
+  std::vector<bool> prompt_truncated;  // per prompt: cut to fit the context (context_fit.h)
+  int dropped_messages = 0;            // chat: the oldest messages left out to fit the context
+
+  /// True when a prompt was cut or messages were left out.
+  bool truncated() const;
 };
 
 /// Which API's field names and defaults apply.

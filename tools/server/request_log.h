@@ -23,4 +23,10 @@ struct RequestLog {
 /// This thread's record.
 RequestLog& request_log();
 
+/// Adds `text` to this thread's note (notes are joined with ", ").
+inline void add_log_note(const std::string& text) {
+  std::string& note = request_log().note;
+  note += (note.empty() ? "" : ", ") + text;
+}
+
 }  // namespace tessera::server

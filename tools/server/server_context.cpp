@@ -1,5 +1,6 @@
 #include "server/server_context.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -37,6 +38,11 @@ void ServerContext::check_model_name(const std::string& name) const {
                          "model_not_found");
   e.param = "model";
   throw e;
+}
+
+int64_t ServerContext::seq_ctx() const {
+  if (engine) return engine->params().n_ctx_per_seq;
+  return std::min<int64_t>(model->info().n_ctx_train, 4096);
 }
 
 namespace {

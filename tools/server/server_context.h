@@ -49,6 +49,9 @@ struct ServerContext {
   /// A 503 ApiError unless the model is loaded and the server is not shutting down.
   void require_ready() const;
   const Tokenizer& tokenizer() const { return *model->tokenizer(); }
+  /// Cells of one sequence (prompt plus output): the engine's; without an engine (the
+  /// fuzz harness decodes requests only) the model's training context, at most 4096.
+  int64_t seq_ctx() const;
   /// With --strict-model: a 404 when the body's `model` is given and is neither the
   /// alias, the file name nor the path the server was started with. Without it the field
   /// is ignored (as llama-server does: single-model clients send any name).

@@ -32,7 +32,7 @@ bool write_events(StreamSink& sink, ServerContext& ctx, JobRun& run, SseFormatte
     if (!problem.empty()) {
       run.cancel();
       const ApiError err = ctx.shutting_down() ? unavailable(problem, "shutting_down") : internal_error(problem);
-      request_log().note = problem;
+      add_log_note(problem);
       const std::string frame = sse_frame(error_json(err));
       ended = sink.write(frame);
       return false;
@@ -55,7 +55,7 @@ bool pump(StreamSink& sink, ServerContext& ctx, JobRun& run, SseFormatter& fmt,
   for (;;) {
     if (!write_events(sink, ctx, run, fmt, events, ended)) break;
     if (run.done() || polls_after_cancel >= 200) {
-      if (run.timed_out()) request_log().note = "timeout";
+      if (run.timed_out()) add_log_note("timeout");
       const std::string tail = fmt.end(run.usage());
       return tail.empty() || sink.write(tail);
     }
@@ -66,7 +66,7 @@ bool pump(StreamSink& sink, ServerContext& ctx, JobRun& run, SseFormatter& fmt,
     events = run.poll(std::chrono::milliseconds(20));
     if (run.timed_out() || ctx.shutting_down()) ++polls_after_cancel;
   }
-  if (!ended) request_log().note = "client disconnected";
+  if (!ended) add_log_note("client disconnected");
   run.cancel();
   drain(run);
   return ended;
@@ -84,7 +84,7 @@ std::vector<serving::Event> first_events(const HttpRequest& req, ServerContext& 
     if (events.empty() && watch.closed()) {
       run.cancel();
       drain(run);
-      request_log().note = "client disconnected";
+      add_log_note("client disconnected");
       throw ApiError(499, "the client closed the connection", "client_closed_request");
     }
     if (run.timed_out() || ctx.shutting_down()) ++polls_after_cancel;
