@@ -1,6 +1,7 @@
 // The chat page of `tessera serve` in Chromium (playwright-core over Debian's
 // /usr/bin/chromium; no browser is downloaded): a streamed reply, Markdown, conversations,
-// the stop button, the API key prompt, a wrong key, and a server that went away.
+// the stop button, the API key prompt, a wrong key, a server that went away, and a
+// conversation longer than the model's context.
 // Saves a screenshot to $TESSERA_TEST_OUT/webui.png.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -214,6 +215,63 @@ describe('web page', { skip }, () => {
     assert.match(banner, /400/);
     assert.match(banner, /temperature/);
     assert.match(await lastAssistant(page).locator('.msg-error').textContent(), /temperature/);
+    await closePage(page);
+  });
+});
+
+describe('web page with a small context', { skip }, () => {
+  let server;
+
+  before(async () => {
+    // stories260K's own context (a few hundred cells): a long conversation cannot fit.
+    server = await startServer('webui-ctx', ['-np', '1']);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: 60000 });
+  });
+  after(async () => {
+    await browser?.close();
+    await stopAndCheck(server);
+  });
+
+  test('a conversation longer than the context goes on; the left-out turns are shown', T, async () => {
+    const props = await (await fetch(`${server.url}/props`)).json();
+    const nCtx = props.default_generation_settings.n_ctx;
+    const story = 'Once upon a time there was a little cat called Tom. Tom liked to play with his ball. ';
+    const messages = [];
+    for (let i = 0; i < 6; i++) {
+      messages.push({ role: 'user', content: `Tell me story number ${i}.` });
+      messages.push({ role: 'assistant', content: story.repeat(3) });
+    }
+    const conv = { id: 'long', title: 'Long', created: 1, updated: 2, messages };
+    const page = await openPage(server, {
+      storage: { 'tessera.conversations': [conv], 'tessera.current': 'long' },
+    });
+    await page.waitForSelector('#status[data-state="ok"]');
+    await page.waitForFunction(() => window.tessera.state.nCtx > 0);
+    await setSetting(page, 'max_tokens', 4000);
+    const sent = page.waitForRequest((r) => r.url().endsWith('/v1/chat/completions'));
+    await page.fill('#prompt', 'And one more?');
+    await page.press('#prompt', 'Enter');
+    const body = JSON.parse((await sent).postData());
+    assert.equal(body.max_tokens, nCtx - 1, 'the token limit is sized to the context');
+    assert.equal(body.messages.length, 13, 'the whole conversation is sent');
+    // The new reply (the 7th) has ended; the stored ones were never pending.
+    await page.waitForFunction(() => {
+      const m = [...document.querySelectorAll('.msg.assistant')];
+      return m.length === 7 && !m[6].classList.contains('pending');
+    }, null, { timeout: 60000 });
+    const reply = lastAssistant(page);
+    assert.equal(await reply.locator('.msg-error').isVisible(), false);
+    assert.equal(await page.locator('#error').isVisible(), false);
+    assert.match(await reply.locator('.meta').textContent(),
+                 new RegExp(`older messages left out to fit the ${nCtx}-token context`));
+    const dropped = await page.evaluate(() =>
+      JSON.parse(localStorage.getItem('tessera.conversations'))[0].messages.at(-1).dropped);
+    assert.ok(dropped > 0 && dropped % 2 === 0, `whole turns were left out (${dropped})`);
+    assert.equal(await page.locator('.msg.left-out').count(), dropped);
+    assert.equal(await page.locator('.msg').first().evaluate((m) => m.classList.contains('left-out')), true);
+    const question = page.locator('.msg.user').last();
+    assert.equal(await question.evaluate((m) => m.classList.contains('left-out')), false);
+    await page.screenshot({ path: path.join(outDir, 'webui-context.png') });
     await closePage(page);
   });
 });

@@ -1,5 +1,6 @@
 // The page's pure logic under node, no server: the Markdown renderer (safe output) and
-// the SSE parser (events split anywhere across chunks).
+// the SSE parser (events split anywhere across chunks), sizing requests to the model's
+// context and telling which messages the server left out.
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -9,7 +10,8 @@ import { repoRoot } from './server.mjs';
 const require = createRequire(import.meta.url);
 const webui = path.join(repoRoot, 'tools', 'server', 'webui');
 const { renderMarkdown } = require(path.join(webui, 'markdown.js'));
-const { SSEParser } = require(path.join(webui, 'app.js'));
+const { SSEParser, contextSize, capMaxTokens, sentIndices, leftOutIndices, droppedNote } =
+  require(path.join(webui, 'app.js'));
 
 test('markdown: blocks', () => {
   assert.equal(renderMarkdown('# Title'), '<h1>Title</h1>');
@@ -88,4 +90,39 @@ test('SSE: events split anywhere', () => {
   }
   const parser = new SSEParser();
   assert.deepEqual([...parser.push('data: last'), ...parser.finish()], ['last']);
+});
+
+test('context: n_ctx from /props, the token limit capped by it', () => {
+  assert.equal(contextSize({ default_generation_settings: { n_ctx: 256 }, n_ctx_per_seq: 512 }), 256);
+  assert.equal(contextSize({ n_ctx_per_seq: 512 }), 512);
+  assert.equal(contextSize({}), 0);
+  assert.equal(contextSize(null), 0);
+  assert.equal(contextSize({ default_generation_settings: { n_ctx: 'big' } }), 0);
+  assert.equal(capMaxTokens(4000, 256), 255);
+  assert.equal(capMaxTokens(48, 256), 48);
+  assert.equal(capMaxTokens(undefined, 256), undefined, 'no limit set: the server fills the sequence');
+  assert.equal(capMaxTokens(4000, 0), 4000, 'context unknown: sent as set');
+});
+
+test('context: the messages the latest reply left out', () => {
+  const messages = [
+    { role: 'user', content: 'one' }, { role: 'assistant', content: 'first reply' },
+    { role: 'user', content: 'two' }, { role: 'assistant', content: '', error: 'failed' },
+    { role: 'user', content: 'three' }, { role: 'assistant', content: 'second reply', dropped: 2 },
+    { role: 'user', content: 'four' }, { role: 'assistant', content: '', pending: true },
+  ];
+  assert.deepEqual(sentIndices(messages), [0, 1, 2, 4, 5, 6]);
+  assert.deepEqual(sentIndices(messages, 5), [0, 1, 2, 4]);
+  // The reply at 5 was sent 0, 1, 2, 4; the server left out the first two.
+  assert.deepEqual([...leftOutIndices(messages)], [0, 1]);
+  // A newer reply that saw everything: nothing is left out any more.
+  const later = [...messages.slice(0, 7), { role: 'assistant', content: 'third', dropped: 0 }];
+  assert.deepEqual([...leftOutIndices(later)], []);
+  // Replies from before the server said (no `dropped`) are passed over.
+  const older = [...messages.slice(0, 7), { role: 'assistant', content: 'third' }];
+  assert.deepEqual([...leftOutIndices(older)], [0, 1]);
+  assert.deepEqual([...leftOutIndices([{ role: 'user', content: 'x' }])], []);
+  assert.equal(droppedNote(0, 256), '');
+  assert.equal(droppedNote(1, 256), '1 older message left out to fit the 256-token context');
+  assert.equal(droppedNote(4, 0), '4 older messages left out to fit the context');
 });

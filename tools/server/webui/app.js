@@ -1,5 +1,7 @@
 // The tessera chat page: conversations in localStorage, replies streamed from
-// /v1/chat/completions (Server-Sent Events over fetch), Markdown via markdown.js.
+// /v1/chat/completions (Server-Sent Events over fetch), Markdown via markdown.js. The
+// model's context (GET /props) caps the reply's token limit; when the server leaves old
+// turns out to fit it (`dropped_messages`), the reply says so and they are shown dimmed.
 'use strict';
 
 // ---- Server-Sent Events ---------------------------------------------------------------
@@ -48,6 +50,51 @@ class SSEParser {
       if (field === 'data') this.data.push(value);
     }
   }
+}
+
+// ---- the model's context ------------------------------------------------------------
+
+// Cells of one sequence (prompt plus reply) from GET /props; 0 when it does not say.
+function contextSize(props) {
+  const settings = props && props.default_generation_settings;
+  const n = Number((settings && settings.n_ctx) ?? (props && props.n_ctx_per_seq));
+  return Number.isInteger(n) && n > 0 ? n : 0;
+}
+
+// The reply's token limit sized to the context: a limit past it cannot be reached (the
+// server would stop there anyway), so at most the context's size minus one prompt token.
+function capMaxTokens(maxTokens, nCtx) {
+  if (maxTokens === undefined || !(nCtx > 1)) return maxTokens;
+  return Math.min(maxTokens, nCtx - 1);
+}
+
+// The indices of `messages` sent with a request for a reply at `end`: every message
+// before it but replies that are pending or empty.
+function sentIndices(messages, end = messages.length) {
+  const out = [];
+  for (let i = 0; i < end; i++) {
+    const m = messages[i];
+    if (m.pending || (m.role === 'assistant' && !m.content)) continue;
+    out.push(i);
+  }
+  return out;
+}
+
+// The messages the latest reply did not see: the server left out the oldest
+// `dropped_messages` it was sent (the system prompt is not among `messages`).
+function leftOutIndices(messages) {
+  for (let j = messages.length - 1; j >= 0; j--) {
+    const m = messages[j];
+    if (m.role !== 'assistant' || typeof m.dropped !== 'number') continue;
+    return new Set(sentIndices(messages, j).slice(0, m.dropped));
+  }
+  return new Set();
+}
+
+function droppedNote(dropped, nCtx) {
+  if (!dropped) return '';
+  const what = dropped === 1 ? '1 older message' : `${dropped} older messages`;
+  return `${what} left out to fit the ${nCtx ? `${nCtx}-token ` : ''}context`;
 }
 
 // ---- storage --------------------------------------------------------------------------
@@ -131,6 +178,7 @@ const state = {
   settings: { ...DEFAULT_SETTINGS },
   apiKey: '',
   model: '',
+  nCtx: 0,                // cells of one sequence, from /props (0: unknown)
   streaming: null,        // { controller, conv, msg } while a reply is generated
   afterKey: null,         // what to run once a key is accepted
   renderQueued: false,
@@ -241,6 +289,7 @@ function messageMeta(msg) {
   if (msg.pending) parts.push(msg.content ? 'generating…' : 'waiting for the model…');
   if (msg.stopped) parts.push('stopped');
   if (msg.finish === 'length') parts.push('max tokens reached');
+  if (msg.dropped) parts.push(droppedNote(msg.dropped, state.nCtx));
   if (msg.stats) parts.push(msg.stats);
   return parts.join(' · ');
 }
@@ -290,7 +339,15 @@ function renderMessages() {
     box.append(empty);
     return;
   }
-  for (const msg of conv.messages) box.append(messageElement(msg));
+  const leftOut = leftOutIndices(conv.messages);
+  conv.messages.forEach((msg, i) => {
+    const el = messageElement(msg);
+    if (leftOut.has(i)) {
+      el.classList.add('left-out');
+      el.title = 'Not seen by the latest reply: left out to fit the model\'s context';
+    }
+    box.append(el);
+  });
   box.scrollTop = box.scrollHeight;
 }
 
@@ -339,14 +396,13 @@ function requestBody(conv) {
   const messages = [];
   const system = (state.settings.system || '').trim();
   if (system) messages.push({ role: 'system', content: system });
-  for (const m of conv.messages) {
-    if (m.pending || (m.role === 'assistant' && !m.content)) continue;
-    messages.push({ role: m.role, content: m.content });
+  for (const i of sentIndices(conv.messages)) {
+    messages.push({ role: conv.messages[i].role, content: conv.messages[i].content });
   }
   const body = { messages, stream: true, stream_options: { include_usage: true } };
   if (state.model) body.model = state.model;
   for (const name of ['temperature', 'top_p', 'top_k', 'min_p', 'max_tokens']) {
-    const n = numberSetting(name);
+    const n = name === 'max_tokens' ? capMaxTokens(numberSetting(name), state.nCtx) : numberSetting(name);
     if (n !== undefined) body[name] = n;
   }
   return Object.assign(body, extraFields());
@@ -379,6 +435,7 @@ async function readStream(res, msg, signal, started) {
       if (choice.finish_reason) msg.finish = choice.finish_reason;
     }
     if (chunk.usage) msg.usage = chunk.usage;
+    if (typeof chunk.dropped_messages === 'number') msg.dropped = chunk.dropped_messages;
     queueStreamRender();
     return false;
   };
@@ -508,6 +565,13 @@ async function loadModels() {
   const res = await apiFetch('/v1/models');
   const body = await res.json();
   state.model = body.data && body.data[0] ? body.data[0].id : '';
+  try {
+    state.nCtx = contextSize(await (await apiFetch('/props')).json());
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) throw e;
+    state.nCtx = 0;  // an older server: the server's own limits apply
+  }
+  $('max_tokens').max = state.nCtx > 1 ? String(state.nCtx - 1) : '';
   setStatus('ok', state.model ? `connected · ${state.model}` : 'connected');
   if (!currentConversation() || currentConversation().messages.length === 0) renderMessages();
 }
@@ -614,8 +678,8 @@ function init() {
 }
 
 if (typeof document !== 'undefined') {
-  window.tessera = { SSEParser, state };
+  window.tessera = { SSEParser, state, leftOutIndices };
   document.addEventListener('DOMContentLoaded', init);
 } else if (typeof module === 'object') {
-  module.exports = { SSEParser };
+  module.exports = { SSEParser, contextSize, capMaxTokens, sentIndices, leftOutIndices, droppedNote };
 }
