@@ -63,6 +63,9 @@ struct GenerationRequest {
   bool embedding = false;
   Pooling pooling = Pooling::Mean;
   bool normalize = true;
+  // With `embedding`: every prompt token's vector (Stream::token_embeddings), neither
+  // pooled nor normalized, instead of the pooled one (llama.cpp's pooling "none").
+  bool token_embeddings = false;
 };
 
 /// Why a choice ended.
@@ -126,6 +129,9 @@ class Stream {
   Usage usage() const;
   /// The pooled embedding of an embedding request (after Done).
   std::vector<float> embedding() const;
+  /// Every prompt token's vector of a GenerationRequest::token_embeddings request, in
+  /// prompt order (after Done).
+  std::vector<std::vector<float>> token_embeddings() const;
   /// The engine's id for the request (unique, increasing).
   uint64_t id() const { return id_; }
 
@@ -134,6 +140,7 @@ class Stream {
   void push(Event e);
   void set_usage(const Usage& u);
   void set_embedding(std::vector<float> v);
+  void set_token_embeddings(std::vector<std::vector<float>> rows);
 
  private:
   const uint64_t id_;
@@ -145,6 +152,7 @@ class Stream {
   bool cancelled_ = false;
   Usage usage_;
   std::vector<float> embedding_;
+  std::vector<std::vector<float>> token_embeddings_;
 };
 
 struct EngineParams {

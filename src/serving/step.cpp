@@ -280,9 +280,16 @@ void EngineImpl::collect_embeddings(Running& r, const Batch& batch) {
     r.embd_rows.insert(r.embd_rows.end(), row.begin(), row.end());
   }
   if (!r.prompt_done() || r.choices[0].done) return;
-  std::vector<float> v = pool_embeddings(r.embd_rows, ctx_->n_embd(), r.req.pooling);
-  if (r.req.normalize) normalize_l2(v);
-  r.stream->set_embedding(std::move(v));
+  const auto n_embd = std::ptrdiff_t(ctx_->n_embd());
+  if (r.req.token_embeddings) {
+    std::vector<std::vector<float>> rows;
+    for (auto it = r.embd_rows.begin(); it != r.embd_rows.end(); it += n_embd) rows.emplace_back(it, it + n_embd);
+    r.stream->set_token_embeddings(std::move(rows));
+  } else {
+    std::vector<float> v = pool_embeddings(r.embd_rows, n_embd, r.req.pooling);
+    if (r.req.normalize) normalize_l2(v);
+    r.stream->set_embedding(std::move(v));
+  }
   r.embd_rows.clear();
   finish_choice(r, r.choices[0], FinishReason::Stop);
 }

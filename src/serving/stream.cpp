@@ -49,6 +49,11 @@ std::vector<float> Stream::embedding() const {
   return embedding_;
 }
 
+std::vector<std::vector<float>> Stream::token_embeddings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return token_embeddings_;
+}
+
 void Stream::push(Event e) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -66,6 +71,11 @@ void Stream::set_usage(const Usage& u) {
 void Stream::set_embedding(std::vector<float> v) {
   std::lock_guard<std::mutex> lock(mu_);
   embedding_ = std::move(v);
+}
+
+void Stream::set_token_embeddings(std::vector<std::vector<float>> rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  token_embeddings_ = std::move(rows);
 }
 
 }  // namespace tessera::serving

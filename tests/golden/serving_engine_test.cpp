@@ -356,6 +356,38 @@ TEST(ServingEngine, EmbeddingsMatchThePooledHiddenStates) {
   EXPECT_EQ(e->stats().cells_used, 0);  // embedding sequences are not cached
 }
 
+TEST(ServingEngine, TokenEmbeddingsAreEveryTokensHiddenState) {
+  const Model* m = test::shared_model("stories260K.gguf");
+  if (!m) GTEST_SKIP() << "shared file absent: models/stories260K.gguf";
+  const Tokenizer& tok = *m->tokenizer();
+  EngineParams p;
+  p.n_parallel = 2;
+  p.embeddings = true;
+  p.batch_budget = 4;  // the prompt is decoded in chunks: the rows must stay in order
+  p.n_ctx_per_seq = 64;
+  std::unique_ptr<Engine> e = make_engine(*m, p);
+  GenerationRequest r = greedy(tok, kPrompts[6], 0);
+  r.embedding = true;
+  r.token_embeddings = true;
+  Submitted s = e->submit(r);
+  ASSERT_NE(s.stream, nullptr) << s.message;
+  for (int i = 0; i < 100 && !s.stream->done(); ++i) e->step();
+  ASSERT_TRUE(s.stream->done());
+  const std::vector<std::vector<float>> rows = s.stream->token_embeddings();
+  ASSERT_EQ(rows.size(), r.prompt.size());
+  EXPECT_TRUE(s.stream->embedding().empty());  // nothing pooled
+  std::unique_ptr<Context> ctx = test::make_context(*m, 64, 1, DType::F16, true);
+  Batch b;
+  b.add_sequence(r.prompt, 0, 0, true);
+  ASSERT_TRUE(ctx->decode(b).is_ok());
+  for (int64_t i = 0; i < b.size(); ++i) {
+    const auto row = ctx->embeddings_at(i);
+    const std::vector<float> ref(row.begin(), row.end());
+    ASSERT_EQ(rows[size_t(i)].size(), ref.size());
+    EXPECT_LT(test::nmse(rows[size_t(i)], ref), 1e-7) << "token " << i;  // raw: not normalised
+  }
+}
+
 TEST(ServingEngine, LoopThreadServesConcurrentSubmitters) {
   const Model* m = test::shared_model("stories260K.gguf");
   if (!m) GTEST_SKIP() << "shared file absent: models/stories260K.gguf";

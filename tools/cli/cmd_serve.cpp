@@ -152,6 +152,15 @@ void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
                 "do not keep finished requests' cells to reuse as prompt prefixes");
 }
 
+/// llama-server's flags for its own endpoints (/embeddings, /slots, ...).
+void add_llama_server_flags(CLI::App* cmd, ServeFlags& f) {
+  cmd->add_option("--pooling", f.o.pooling,
+                  "embedding pooling of requests that do not set 'pooling': mean, cls, last, or none (a vector per "
+                  "token, POST /embeddings only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
+}
+
 }  // namespace
 
 Command add_serve(CLI::App& app) {
@@ -169,6 +178,7 @@ Command add_serve(CLI::App& app) {
   add_engine_flags(cmd, *f);
   add_sampling_flags(cmd, *f);
   add_network_flags(cmd, *f);
+  add_llama_server_flags(cmd, *f);
   return {cmd, [f] { return run_serve(*f); }};
 }
 

@@ -15,6 +15,7 @@ using Handler = void (*)(ServerContext&, const HttpRequest&, HttpResponse&);
 // OpenAI (openai_endpoints.cpp)
 void handle_chat_completions(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 void handle_completions(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+/// POST /v1/embeddings (embedding_endpoints.cpp): pooled vectors only.
 void handle_embeddings(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 void handle_models(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 /// GET /v1/models/{id}: the model, or 404 for another id.
@@ -27,6 +28,9 @@ void handle_detokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse&
 void handle_apply_template(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 void handle_props(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 void handle_slots(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+/// POST /embeddings, /embedding (embedding_endpoints.cpp): llama-server's shape,
+/// [{index, embedding: [[...]]}]: one row pooled, or one per token with pooling "none".
+void handle_llama_embeddings(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 
 // Service (service_endpoints.cpp)
 void handle_health(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);

@@ -53,6 +53,8 @@ class JobRun {
   int n_choices() const { return int(streams_.size()) * n_per_prompt_; }
   /// The pooled vector of prompt `i` of an embedding job (after done()).
   std::vector<float> embedding(size_t i) const { return streams_[i]->embedding(); }
+  /// Every token's vector of prompt `i` of a token_embeddings job (after done()).
+  std::vector<std::vector<float>> token_embeddings(size_t i) const { return streams_[i]->token_embeddings(); }
   /// Usage summed over the prompts (timestamps: the earliest start, the latest end).
   serving::Usage usage() const;
   /// Usage of prompt `i` alone.

@@ -37,6 +37,8 @@ constexpr Route kRoutes[] = {
     {"/chat/completions", "POST", handle_chat_completions, true, true},
     {"/v1/completions", "POST", handle_completions, true, true},
     {"/v1/embeddings", "POST", handle_embeddings, true, true},
+    {"/embeddings", "POST", handle_llama_embeddings, true, true},
+    {"/embedding", "POST", handle_llama_embeddings, true, true},
     {"/completion", "POST", handle_completion, true, true},
     {"/completions", "POST", handle_completion, true, true},
     {"/tokenize", "POST", handle_tokenize, true, true},

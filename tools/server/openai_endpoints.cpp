@@ -1,6 +1,5 @@
-// POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models.
+// POST /v1/chat/completions, /v1/completions; GET /v1/models.
 #include <chrono>
-#include <cstring>
 
 #include "server/connection_watch.h"
 #include "server/endpoints.h"
@@ -48,20 +47,6 @@ void run_openai(ServerContext& ctx, const HttpRequest& req, HttpResponse& res, D
                       : completion_response(meta, out, logprobs, run->timed_out(), ctx.tokenizer()));
 }
 
-std::string base64(const std::vector<float>& v) {
-  static const char* kDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string bytes(v.size() * sizeof(float), '\0');
-  if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());  // little-endian hosts
-  std::string out;
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    uint32_t w = 0;
-    for (size_t k = 0; k < 3; ++k) w = (w << 8) | (k < n ? uint8_t(bytes[i + k]) : 0u);
-    for (size_t k = 0; k < 4; ++k) out += k <= n ? kDigits[(w >> (18 - 6 * k)) & 63] : '=';
-  }
-  return out;
-}
-
 }  // namespace
 
 void handle_chat_completions(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
@@ -70,30 +55,6 @@ void handle_chat_completions(ServerContext& ctx, const HttpRequest& req, HttpRes
 
 void handle_completions(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   run_openai(ctx, req, res, Dialect::Completion);
-}
-
-void handle_embeddings(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
-  if (!ctx.options.embeddings) throw not_supported("this server does not compute embeddings: start it with --embeddings");
-  ctx.require_ready();
-  const json body_json = parse_body(req.body);
-  const Fields body(body_json);
-  ctx.check_model(body);
-  const std::string format = body.string("encoding_format").value_or("float");
-  if (format != "float" && format != "base64") {
-    throw bad_field("encoding_format", "'encoding_format' must be float or base64, not \"" + format + "\"");
-  }
-  const Job job = decode_embedding_job(body, ctx);
-  JobRun run(ctx, job);
-  ConnectionWatch watch(req);
-  const JobOutput out = collect(run, ctx, watch);
-  json data = json::array();
-  for (size_t i = 0; i < job.prompts.size(); ++i) {
-    const std::vector<float> v = run.embedding(i);
-    data.push_back({{"object", "embedding"}, {"index", i},
-                    {"embedding", format == "base64" ? json(base64(v)) : json(v)}});
-  }
-  send_json(res, {{"object", "list"}, {"data", data}, {"model", ctx.model_name},
-                  {"usage", {{"prompt_tokens", out.usage.prompt_tokens}, {"total_tokens", out.usage.prompt_tokens}}}});
 }
 
 namespace {

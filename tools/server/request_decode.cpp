@@ -286,9 +286,12 @@ Job decode_embedding_job(const Fields& body, const ServerContext& ctx) {
   job.prompts = embedding_inputs(body, ctx);
   job.request.embedding = true;
   job.request.max_tokens = 0;
-  if (const std::optional<std::string> pooling = body.string("pooling")) {
-    Result<Pooling> p = parse_pooling(*pooling);
-    if (!p) throw bad_field("pooling", "'pooling': " + p.status().message());
+  const std::string pooling = body.string("pooling").value_or(ctx.options.pooling);
+  if (pooling == "none") {
+    job.request.token_embeddings = true;
+  } else {
+    Result<Pooling> p = parse_pooling(pooling);
+    if (!p) throw bad_field("pooling", "'pooling': " + p.status().message() + ", none");
     job.request.pooling = *p;
   }
   job.request.normalize = body.boolean("normalize").value_or(true);

@@ -41,8 +41,9 @@ std::vector<ChatMessage> decode_messages(const Fields& body);
 /// The whole request for `dialect`.
 Job decode_job(const json& body, Dialect dialect, const ServerContext& ctx);
 
-/// A /v1/embeddings request: `input` (or llama.cpp's `content`): a string, strings,
-/// token ids, or lists of token ids; `pooling`, `normalize`.
+/// A /v1/embeddings or /embeddings request: `input` (or llama.cpp's `content`): a string,
+/// strings, token ids, or lists of token ids; `pooling` (default: the server's --pooling;
+/// "none": every token's vector), `normalize`.
 Job decode_embedding_job(const Fields& body, const ServerContext& ctx);
 
 /// Sampling, stop strings, limits and grammar of a request (every dialect), into `r`.

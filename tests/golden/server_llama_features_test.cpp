@@ -1,0 +1,118 @@
+// llama-server's features that its clients rely on, over real HTTP against `tessera
+// serve` on stories260K.gguf (docs/server.md).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "golden/server_api.h"
+
+namespace tessera {
+namespace {
+
+using nlohmann::json;
+using test::Api;
+using test::expect_error;
+using test::kKey;
+using test::Reply;
+using test::ServerProcess;
+
+/// One server for the suite: 2 slots, a key, embeddings on.
+class ServerHttpLlama : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (test::shared_file("models/stories260K.gguf").empty()) return;
+    server_ = test::start_server({"-np", "2", "--api-key", kKey, "--embeddings"});
+  }
+  static void TearDownTestSuite() {
+    if (server_) {
+      EXPECT_EQ(server_->stop(), 0) << server_->log();
+    }
+    server_.reset();
+  }
+  void SetUp() override {
+    if (test::shared_file("models/stories260K.gguf").empty()) GTEST_SKIP() << "shared file absent: models/stories260K.gguf";
+    ASSERT_TRUE(server_);
+  }
+  Api api() { return Api(server_->port()); }
+
+  static std::unique_ptr<ServerProcess> server_;
+};
+
+std::unique_ptr<ServerProcess> ServerHttpLlama::server_;
+
+double norm(const json& v) {
+  double sq = 0;
+  for (const json& x : v) sq += x.get<double>() * x.get<double>();
+  return std::sqrt(sq);
+}
+
+TEST_F(ServerHttpLlama, EmbeddingsWithPoolingNoneGiveAVectorPerToken) {
+  Api a = api();
+  const Reply tok = a.post("/tokenize", json{{"content", "a cat sat"}, {"add_special", true}});
+  ASSERT_EQ(tok.status, 200) << tok.text;
+  const size_t n_tokens = tok.body["tokens"].size();
+  ASSERT_GT(n_tokens, 2u);
+
+  const Reply none = a.post("/embeddings", json{{"content", {"a cat sat", "a dog"}}, {"pooling", "none"}});
+  ASSERT_EQ(none.status, 200) << none.text;
+  ASSERT_TRUE(none.body.is_array()) << none.text;
+  ASSERT_EQ(none.body.size(), 2u);
+  EXPECT_EQ(none.body[1]["index"], 1);
+  const json& rows = none.body[0]["embedding"];
+  ASSERT_EQ(rows.size(), n_tokens);
+  const size_t n_embd = rows[0].size();
+  ASSERT_GT(n_embd, 0u);
+  for (const json& row : rows) EXPECT_EQ(row.size(), n_embd);
+  EXPECT_GT(std::abs(norm(rows[1]) - 1.0), 1e-3);  // per-token vectors are not normalised
+  EXPECT_NE(rows[0], rows[1]);
+
+  // Without `pooling`: the server's (mean), one normalised row, the same as /v1/embeddings.
+  const Reply pooled = a.post("/embeddings", json{{"content", "a cat sat"}});
+  ASSERT_EQ(pooled.status, 200) << pooled.text;
+  ASSERT_EQ(pooled.body.size(), 1u);
+  ASSERT_EQ(pooled.body[0]["embedding"].size(), 1u);
+  const json& v = pooled.body[0]["embedding"][0];
+  ASSERT_EQ(v.size(), n_embd);
+  EXPECT_NEAR(norm(v), 1.0, 1e-3);
+  const Reply oai = a.post("/v1/embeddings", json{{"input", "a cat sat"}});
+  ASSERT_EQ(oai.status, 200) << oai.text;
+  EXPECT_EQ(oai.body["data"][0]["embedding"], v);
+
+  // The mean of the raw rows, normalised, is the pooled vector.
+  std::vector<double> mean(n_embd, 0.0);
+  for (const json& row : rows) {
+    for (size_t j = 0; j < n_embd; ++j) mean[j] += row[j].get<double>() / double(n_tokens);
+  }
+  double sq = 0;
+  for (double x : mean) sq += x * x;
+  for (size_t j = 0; j < n_embd; ++j) EXPECT_NEAR(mean[j] / std::sqrt(sq), v[j].get<double>(), 1e-4) << j;
+}
+
+TEST_F(ServerHttpLlama, PoolingNoneIsNotOpenAIsAndBadPoolingNamesTheField) {
+  Api a = api();
+  expect_error(a.post("/v1/embeddings", json{{"input", "a cat"}, {"pooling", "none"}}), 400, "pooling");
+  expect_error(a.post("/embeddings", json{{"content", "a cat"}, {"pooling", "max"}}), 400, "pooling");
+  expect_error(a.post("/embeddings", json{{"content", "a cat"}, {"pooling", 3}}), 400, "pooling");
+}
+
+TEST(ServerHttpLlamaFlags, PoolingNoneAsTheServersDefault) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  auto server = test::start_server({"--embeddings", "--pooling", "none"});
+  ASSERT_TRUE(server);
+  Api a(server->port(), "");
+  const Reply r = a.post("/embedding", json{{"content", "a cat sat"}});
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_GT(r.body[0]["embedding"].size(), 1u);  // a row per token
+  expect_error(a.post("/v1/embeddings", json{{"input", "a cat"}}), 400, "pooling");
+  const Reply mean = a.post("/embeddings", json{{"content", "a cat sat"}, {"pooling", "mean"}});
+  ASSERT_EQ(mean.status, 200) << mean.text;
+  EXPECT_EQ(mean.body[0]["embedding"].size(), 1u);
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+}  // namespace
+}  // namespace tessera
