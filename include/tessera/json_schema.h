@@ -24,7 +24,12 @@ namespace tessera {
 ///   Keys are written exactly as the schema spells them; additional keys differ from
 ///   every declared key and are written without \u escapes, \/ or other control
 ///   characters (their duplicates are not prevented).
-/// - arrays: `items` (a schema or false), `prefixItems`, `minItems`, `maxItems`.
+/// - arrays: `items` (a schema or false), `prefixItems`, `minItems`, `maxItems`; the
+///   tuple form before draft 2020-12, `items` as an array (= `prefixItems`) with
+///   `additionalItems` (absent or true: any value may follow; false: none; a schema), which
+///   is ignored beside `items` that is not an array. As JSON Schema says (and unlike
+///   llama.cpp's converter, which demands exactly the tuple), a tuple alone allows fewer
+///   and more elements: `minItems` and `additionalItems: false` pin its length.
 /// - strings: `minLength`, `maxLength` (code points; an escape or a surrogate pair is
 ///   one). Any JSON string character, escapes included; no raw control characters; a
 ///   \u escape must be a valid code point (no lone surrogates).

@@ -99,6 +99,44 @@ TEST_F(ServerHttpLlama, PoolingNoneIsNotOpenAIsAndBadPoolingNamesTheField) {
   expect_error(a.post("/embeddings", json{{"content", "a cat"}, {"pooling", 3}}), 400, "pooling");
 }
 
+TEST_F(ServerHttpLlama, JsonSchemaTupleItemsConstrainTheOutput) {
+  const json tuple = {{"type", "array"},
+                      {"items", {{{"enum", {"red", "green", "blue"}}}, {{"type", "boolean"}}}},
+                      {"additionalItems", false},
+                      {"minItems", 2}};
+  const json body = {{"messages", {{{"role", "user"}, {"content", "Pick a color"}}}}, {"max_tokens", 40},
+                     {"temperature", 0},
+                     {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"schema", tuple}}}}}};
+  Api a = api();
+  const Reply r = a.post("/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.text;
+  const std::string content = r.body["choices"][0]["message"]["content"];
+  const json parsed = json::parse(content, nullptr, false);
+  ASSERT_TRUE(parsed.is_array()) << content;
+  ASSERT_EQ(parsed.size(), 2u) << content;
+  EXPECT_TRUE(parsed[0] == "red" || parsed[0] == "green" || parsed[0] == "blue") << content;
+  EXPECT_TRUE(parsed[1].is_boolean()) << content;
+  EXPECT_EQ(r.body["choices"][0]["finish_reason"], "stop") << r.text;
+
+  // prefixItems, on /completion's json_schema: the same tuple.
+  json prefix = tuple;
+  prefix.erase("items");
+  prefix.erase("additionalItems");
+  prefix["prefixItems"] = tuple["items"];
+  prefix["items"] = false;
+  const Reply c = a.post("/completion", json{{"prompt", "Once"}, {"n_predict", 40}, {"temperature", 0}, {"json_schema", prefix}});
+  ASSERT_EQ(c.status, 200) << c.text;
+  const json p = json::parse(c.body["content"].get<std::string>(), nullptr, false);
+  ASSERT_TRUE(p.is_array() && p.size() == 2u) << c.text;
+  EXPECT_TRUE(p[1].is_boolean()) << c.text;
+
+  json bad = body;
+  bad["response_format"]["json_schema"]["schema"]["items"] = json::array();
+  const Reply e = a.post("/v1/chat/completions", bad);
+  expect_error(e, 400);
+  EXPECT_NE(e.text.find("'items' must be a non-empty array"), std::string::npos) << e.text;
+}
+
 TEST(ServerHttpLlamaFlags, PoolingNoneAsTheServersDefault) {
   TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
   auto server = test::start_server({"--embeddings", "--pooling", "none"});

@@ -232,6 +232,29 @@ TEST(JsonSchema, PrefixItems) {
   EXPECT_REJECTS(tail, R"([null,null,null])");
 }
 
+TEST(JsonSchema, ItemsAsAnArrayIsATuple) {
+  // The tuple form before draft 2020-12: `items` as an array is `prefixItems`, and
+  // `additionalItems` says what may follow.
+  const auto closed = compile(R"({"type": "array", "items": [{"type": "string"}, {"type": "integer"}],
+                                  "additionalItems": false, "minItems": 2})");
+  EXPECT_ACCEPTS(closed, R"(["a", 1])");
+  for (const char* bad : {R"(["a"])", R"(["a",1,2])", R"([1,"a"])", R"(["a","b"])", "[]"}) EXPECT_REJECTS(closed, bad);
+
+  const auto open = compile(R"({"type": "array", "items": [{"type": "boolean"}]})");
+  for (const char* ok : {"[]", "[true]", R"([false,"x",null])"}) EXPECT_ACCEPTS(open, ok);  // JSON Schema's reading
+  EXPECT_REJECTS(open, "[1]");
+
+  const auto typed = compile(R"({"type": "array", "items": [{"type": "string"}], "additionalItems": {"type": "null"},
+                                 "maxItems": 3})");
+  EXPECT_ACCEPTS(typed, R"(["a",null,null])");
+  EXPECT_REJECTS(typed, R"(["a",1])");
+  EXPECT_REJECTS(typed, R"(["a",null,null,null])");
+
+  // Beside `items` that is a schema, additionalItems means nothing (JSON Schema ignores it).
+  const auto plain = compile(R"({"type": "array", "items": {"type": "integer"}, "additionalItems": false})");
+  EXPECT_ACCEPTS(plain, "[1,2,3]");
+}
+
 TEST(JsonSchema, StringLengths) {
   const auto g = compile(R"({"type": "string", "minLength": 2, "maxLength": 3})");
   for (const char* ok : {R"("ab")", R"("abc")", R"("\u00e9\n")", R"("éé")", R"("\ud83d\ude00x")"})
@@ -359,9 +382,13 @@ TEST(JsonSchema, UnsupportedKeywordsNameTheKeywordAndPointer) {
             "json schema: /properties/a~1b: unsupported keyword 'format'");
   EXPECT_EQ(error_of(R"({"$defs": {"n": {"type": "number", "minimum": 0}}, "$ref": "#/$defs/n"})"),
             "json schema: /$defs/n: unsupported keyword 'minimum'");
-  EXPECT_EQ(error_of(R"({"type": "array", "items": [{"type": "string"}]})"),
-            "json schema: (root): 'items' as an array (tuples before draft 2020-12) is not "
-            "supported: use 'prefixItems'");
+  EXPECT_EQ(error_of(R"({"type": "array", "items": [{"type": "string"}], "prefixItems": [{}]})"),
+            "json schema: (root): 'items' as an array (the tuple form before draft 2020-12) and "
+            "'prefixItems' together: give one of them");
+  EXPECT_EQ(error_of(R"({"type": "array", "items": []})"),
+            "json schema: (root): 'items' must be a non-empty array of schemas");
+  EXPECT_EQ(error_of(R"({"type": "array", "items": [{"type": "string"}], "additionalItems": {"pattern": "a"}})"),
+            "json schema: /additionalItems: unsupported keyword 'pattern'");
   EXPECT_EQ(error_of(R"({"$ref": "#/$defs/x", "type": "string"})"),
             "json schema: (root): 'type' beside '$ref' is not supported");
   EXPECT_EQ(error_of(R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})"),

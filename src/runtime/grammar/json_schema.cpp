@@ -43,6 +43,7 @@ constexpr Keyword kKeywords[] = {
     {"minLength", Kind::Constraint},    {"maxLength", Kind::Constraint},
     {"anyOf", Kind::Constraint},        {"oneOf", Kind::Constraint},
     {"allOf", Kind::Constraint},        {"$ref", Kind::Constraint},
+    {"additionalItems", Kind::Constraint},
 };
 
 const Keyword* find_keyword(std::string_view name) {

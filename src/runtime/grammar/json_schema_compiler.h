@@ -55,6 +55,13 @@ class Compiler {
                                      const std::string& hint);
   Result<std::string> compile_array(const Json& s, const std::string& ptr,
                                     const std::string& hint, int depth);
+  /// The atoms of an array's leading elements: `prefixItems`, or `items` as an array.
+  Result<std::vector<std::string>> array_prefix(const Json& s, const std::string& ptr,
+                                                const std::string& hint, int depth);
+  /// The atom of the elements after them: `additionalItems` beside `items` as an array,
+  /// else `items`; absent or true: any value; "" when false (none).
+  Result<std::string> array_rest(const Json& s, const std::string& ptr, const std::string& hint,
+                                 int depth);
   Result<std::string> compile_prefix_array(const std::vector<std::string>& prefix,
                                            const std::string& item, uint64_t lo, uint64_t hi,
                                            const std::string& ptr, const std::string& hint);

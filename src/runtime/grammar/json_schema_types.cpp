@@ -77,47 +77,56 @@ Result<std::string> Compiler::compile_string(const Json& s, const std::string& p
   return define(name, R"("\"" )" + w_.use("char") + repeat(*lo, *hi) + R"( "\"")", ptr);
 }
 
+Result<std::vector<std::string>> Compiler::array_prefix(const Json& s, const std::string& ptr,
+                                                       const std::string& hint, int depth) {
+  const bool tuple = s.contains("items") && s["items"].is_array();
+  if (tuple && s.contains("prefixItems")) {
+    return schema_error(ptr, "'items' as an array (the tuple form before draft 2020-12) and 'prefixItems' "
+                             "together: give one of them");
+  }
+  const char* keyword = tuple ? "items" : "prefixItems";
+  std::vector<std::string> prefix;
+  if (!s.contains(keyword)) return prefix;
+  const Json& p = s[keyword];
+  if (!p.is_array() || p.empty())
+    return schema_error(ptr, std::string("'") + keyword + "' must be a non-empty array of schemas");
+  for (size_t i = 0; i < p.size(); ++i) {
+    Result<std::string> a = compile(p[i], pointer_append(ptr, keyword) + "/" + std::to_string(i),
+                                    hint + "-" + std::to_string(i), depth + 1);
+    if (!a) return a.status();
+    prefix.push_back(*a);
+  }
+  return prefix;
+}
+
+Result<std::string> Compiler::array_rest(const Json& s, const std::string& ptr, const std::string& hint,
+                                         int depth) {
+  const bool tuple = s.contains("items") && s["items"].is_array();
+  const char* keyword = tuple ? "additionalItems" : "items";  // additionalItems is ignored otherwise
+  if (!s.contains(keyword)) return w_.use("value");
+  const Json& rest = s[keyword];
+  if (rest.is_boolean()) return rest.get<bool>() ? w_.use("value") : std::string();
+  return compile(rest, pointer_append(ptr, keyword), hint + "-item", depth + 1);
+}
+
 Result<std::string> Compiler::compile_array(const Json& s, const std::string& ptr,
                                             const std::string& hint, int depth) {
   const std::string name = rule_name(hint);
-  std::string item = w_.use("value");
-  bool more_items = true;  // items beyond prefixItems allowed
-  if (s.contains("items")) {
-    const Json& items = s["items"];
-    if (items.is_array()) {
-      return schema_error(ptr, "'items' as an array (tuples before draft 2020-12) is not "
-                               "supported: use 'prefixItems'");
-    }
-    if (items.is_boolean() && !items.get<bool>()) {
-      more_items = false;
-    } else {
-      Result<std::string> a = compile(items, pointer_append(ptr, "items"), name + "-item", depth + 1);
-      if (!a) return a.status();
-      item = *a;
-    }
-  }
-  std::vector<std::string> prefix;
-  if (s.contains("prefixItems")) {
-    const Json& p = s["prefixItems"];
-    if (!p.is_array() || p.empty())
-      return schema_error(ptr, "'prefixItems' must be a non-empty array of schemas");
-    for (size_t i = 0; i < p.size(); ++i) {
-      Result<std::string> a = compile(p[i], pointer_append(ptr, "prefixItems") + "/" +
-                                      std::to_string(i), name + "-" + std::to_string(i), depth + 1);
-      if (!a) return a.status();
-      prefix.push_back(*a);
-    }
-  }
+  Result<std::string> item = array_rest(s, ptr, name, depth);
+  if (!item) return item.status();
+  const bool more_items = !item->empty();  // items beyond the prefix allowed
+  Result<std::vector<std::string>> prefix = array_prefix(s, ptr, name, depth);
+  if (!prefix) return prefix.status();
   Result<uint64_t> lo = count_keyword(s, "minItems", ptr, 0);
   if (!lo) return lo.status();
   Result<uint64_t> hi = count_keyword(s, "maxItems", ptr, kUnbounded);
   if (!hi) return hi.status();
-  if (!more_items) *hi = std::min<uint64_t>(*hi, prefix.size());
+  if (!more_items) *hi = std::min<uint64_t>(*hi, prefix->size());
   if (*lo > *hi) {
     return schema_error(ptr, more_items ? "'minItems' is above 'maxItems': no array matches"
                                         : "'minItems' is above the items allowed: no array matches");
   }
-  return compile_prefix_array(prefix, item, *lo, *hi, ptr, name);
+  return compile_prefix_array(*prefix, *item, *lo, *hi, ptr, name);
 }
 
 // Elements e_1..e_n (n in [lo, hi]): e_j is prefix[j-1] for j <= k = prefix.size(), else
