@@ -137,6 +137,21 @@ TEST_F(ServerHttpLlama, JsonSchemaTupleItemsConstrainTheOutput) {
   EXPECT_NE(e.text.find("'items' must be a non-empty array"), std::string::npos) << e.text;
 }
 
+TEST_F(ServerHttpLlama, TextPartsAreJoinedWithNewlinesAsLlamaCppJoinsThem) {
+  Api a = api();
+  auto prompt_of = [&](const json& content) {
+    const Reply r = a.post("/apply-template", json{{"messages", {{{"role", "user"}, {"content", content}}}}});
+    EXPECT_EQ(r.status, 200) << r.text;
+    return r.body.value("prompt", std::string());
+  };
+  const json parts = {{{"type", "text"}, {"text", "Hello"}}, {{"type", "text"}, {"text", "world"}}};
+  EXPECT_EQ(prompt_of(parts), prompt_of("Hello\nworld"));
+  EXPECT_NE(prompt_of(parts), prompt_of("Helloworld"));
+  // An empty first part adds no newline (llama.cpp: a newline only after some text).
+  const json empty_first = {{{"type", "text"}, {"text", ""}}, {{"type", "text"}, {"text", "a"}}};
+  EXPECT_EQ(prompt_of(empty_first), prompt_of("a"));
+}
+
 TEST(ServerHttpLlamaFlags, PoolingNoneAsTheServersDefault) {
   TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
   auto server = test::start_server({"--embeddings", "--pooling", "none"});

@@ -36,6 +36,7 @@ std::string message_content(const json& content, const std::string& param) {
     }
     const std::optional<std::string> t = f.string("text");
     if (!t) throw bad_field(f.name("text"), "'" + f.name("text") + "' is required");
+    if (!text.empty()) text += '\n';  // llama.cpp joins text parts with newlines (common/chat.cpp)
     text += *t;
   }
   return text;
