@@ -152,6 +152,36 @@ TEST_F(ServerHttpLlama, TextPartsAreJoinedWithNewlinesAsLlamaCppJoinsThem) {
   EXPECT_EQ(prompt_of(empty_first), prompt_of("a"));
 }
 
+TEST_F(ServerHttpLlama, ResponseFieldsKeepOnlyTheNamedPaths) {
+  Api a = api();
+  const json body = {{"prompt", "Once upon"}, {"n_predict", 3}, {"temperature", 0},
+                     {"response_fields", {"content", "generation_settings/n_predict", "timings/predicted_n", "nothing",
+                                          "content/deeper"}}};
+  const Reply r = a.post("/completion", body);
+  ASSERT_EQ(r.status, 200) << r.text;
+  // llama-server's json_get_nested_values: each found path is a top-level member named by
+  // the whole path; paths that lead nowhere are left out.
+  EXPECT_EQ(r.body.size(), 3u) << r.text;
+  EXPECT_TRUE(r.body["content"].is_string()) << r.text;
+  EXPECT_EQ(r.body["generation_settings/n_predict"], 3) << r.text;
+  EXPECT_EQ(r.body["timings/predicted_n"], 3) << r.text;
+
+  json stream = body;
+  stream["stream"] = true;
+  const Reply s = a.post("/completion", stream);
+  ASSERT_EQ(s.status, 200) << s.text;
+  bool done = false;
+  const std::vector<json> frames = test::sse_chunks(s.text, &done);
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back().size(), 3u) << frames.back();  // the final frame is the final object
+  EXPECT_EQ(frames.back()["generation_settings/n_predict"], 3) << frames.back();
+
+  expect_error(a.post("/completion", json{{"prompt", "Once"}, {"n_predict", 1}, {"response_fields", "content"}}), 400,
+               "response_fields");
+  expect_error(a.post("/completion", json{{"prompt", "Once"}, {"n_predict", 1}, {"response_fields", {"content", 3}}}),
+               400, "response_fields[1]");
+}
+
 TEST(ServerHttpLlamaFlags, PoolingNoneAsTheServersDefault) {
   TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
   auto server = test::start_server({"--embeddings", "--pooling", "none"});

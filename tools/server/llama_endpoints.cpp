@@ -5,6 +5,7 @@
 #include "server/errors.h"
 #include "server/openai_responses.h"
 #include "server/request_decode.h"
+#include "server/response_fields.h"
 #include "server/server_context.h"
 
 namespace tessera::server {
@@ -116,7 +117,7 @@ json completion_final(const ServerContext& ctx, const Job& job, size_t prompt, c
     for (const TokenInfo& t : c.tokens) probs.push_back(probability_json(t, ctx.tokenizer()));
     r["completion_probabilities"] = probs;
   }
-  return r;
+  return job.response_fields.empty() ? r : select_response_fields(r, job.response_fields);
 }
 
 /// The /completion stream: {content, stop:false} per token, then the final object.

@@ -9,6 +9,7 @@
 #include "server/context_fit.h"
 #include "server/errors.h"
 #include "server/request_limits.h"
+#include "server/response_fields.h"
 #include "server/server_context.h"
 
 namespace tessera::server {
@@ -265,6 +266,7 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
     job.request.n_choices = int(body.integer("n", 1, limits::kMaxChoices).value_or(1));
   } else {
     job.return_tokens = body.boolean("return_tokens").value_or(false);
+    job.response_fields = decode_response_fields(body);
   }
   decode_logprobs(body, dialect, job.request);
   decode_generation_fields(body, dialect, ctx, job.request);
