@@ -126,6 +126,8 @@ class Stream {
   bool cancelled() const;
   /// True once Done was delivered (usage and embedding are then final).
   bool done() const;
+  /// The usage so far: with each Token event the counts and timestamps up to it (a
+  /// reader may see later tokens counted already); final once Done was delivered.
   Usage usage() const;
   /// The pooled embedding of an embedding request (after Done).
   std::vector<float> embedding() const;

@@ -254,6 +254,7 @@ void EngineImpl::sample_choice(Running& r, Choice& c) {
     r.delivered_first = true;
     r.usage.first_token = Clock::now();
   }
+  r.stream->set_usage(r.usage);  // the usage so far, for timings while the request runs
   r.stream->push(std::move(e));
   if (out.stopped || c.sampler.done()) return finish_choice(r, c, FinishReason::Stop);
   if (c.n_generated >= r.max_generated) return finish_choice(r, c, FinishReason::Length);

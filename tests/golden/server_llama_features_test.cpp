@@ -182,6 +182,48 @@ TEST_F(ServerHttpLlama, ResponseFieldsKeepOnlyTheNamedPaths) {
                400, "response_fields[1]");
 }
 
+TEST_F(ServerHttpLlama, TimingsInTheFinalObjectAndPerTokenInTheStream) {
+  Api a = api();
+  const json body = {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0}, {"ignore_eos", true}};
+  const Reply r = a.post("/completion", body);
+  ASSERT_EQ(r.status, 200) << r.text;
+  const json& t = r.body["timings"];
+  for (const char* k : {"prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second", "predicted_n",
+                        "predicted_ms", "predicted_per_token_ms", "predicted_per_second"}) {
+    EXPECT_TRUE(t.contains(k) && t[k].is_number()) << k << ": " << t;
+  }
+  EXPECT_EQ(t["predicted_n"], 6);
+  EXPECT_GT(t["prompt_n"].get<int>(), 0);
+
+  json stream = body;
+  stream["stream"] = true;
+  const Reply plain = a.post("/completion", stream);
+  ASSERT_EQ(plain.status, 200) << plain.text;
+  bool done = false;
+  for (const json& f : test::sse_chunks(plain.text, &done)) {
+    if (!f["stop"].get<bool>()) {
+      EXPECT_FALSE(f.contains("timings")) << f;  // only when asked
+    }
+  }
+  stream["timings_per_token"] = true;
+  const Reply s = a.post("/completion", stream);
+  ASSERT_EQ(s.status, 200) << s.text;
+  int64_t last_n = 0;
+  int partial = 0;
+  for (const json& f : test::sse_chunks(s.text, &done)) {
+    ASSERT_TRUE(f.contains("timings")) << f;
+    const int64_t n = f["timings"]["predicted_n"].get<int64_t>();
+    EXPECT_GE(n, last_n) << f;
+    last_n = n;
+    EXPECT_GE(f["timings"]["prompt_ms"].get<double>(), 0.0);
+    EXPECT_GT(f["timings"]["prompt_n"].get<int>(), 0) << f;
+    if (!f["stop"].get<bool>()) ++partial;
+  }
+  EXPECT_GT(partial, 0);
+  EXPECT_EQ(last_n, 6);
+  expect_error(a.post("/completion", json{{"prompt", "Once"}, {"timings_per_token", "yes"}}), 400, "timings_per_token");
+}
+
 TEST(ServerHttpLlamaFlags, PoolingNoneAsTheServersDefault) {
   TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
   auto server = test::start_server({"--embeddings", "--pooling", "none"});

@@ -267,6 +267,7 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
   } else {
     job.return_tokens = body.boolean("return_tokens").value_or(false);
     job.response_fields = decode_response_fields(body);
+    job.timings_per_token = body.boolean("timings_per_token").value_or(false);
   }
   decode_logprobs(body, dialect, job.request);
   decode_generation_fields(body, dialect, ctx, job.request);

@@ -20,6 +20,7 @@ struct Job {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool return_tokens = false;  // /completion: the generated ids in the final object's `tokens`
+  bool timings_per_token = false;  // /completion streams: `timings` in every frame
   std::vector<std::string> response_fields;  // /completion: the final object's fields to keep (empty: all)
   std::vector<bool> prompt_truncated;  // per prompt: cut to fit the context (context_fit.h)
   int dropped_messages = 0;            // chat: the oldest messages left out to fit the context
