@@ -2,10 +2,12 @@
 // serve` on stories260K.gguf (docs/server.md).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "golden/server_api.h"
@@ -222,6 +224,57 @@ TEST_F(ServerHttpLlama, TimingsInTheFinalObjectAndPerTokenInTheStream) {
   EXPECT_GT(partial, 0);
   EXPECT_EQ(last_n, 6);
   expect_error(a.post("/completion", json{{"prompt", "Once"}, {"timings_per_token", "yes"}}), 400, "timings_per_token");
+}
+
+TEST(ServerHttpLlamaFlags, SlotsShowTheRunningRequestsParams) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  // Long sequences, so that a request runs long enough to be seen.
+  auto server = test::start_server({"-np", "2", "--ctx-per-seq", "512"});
+  ASSERT_TRUE(server);
+  Api a(server->port(), "");
+  const Reply idle = a.get("/slots");
+  ASSERT_EQ(idle.status, 200) << idle.text;
+  for (const json& slot : idle.body) EXPECT_TRUE(slot.contains("params") && slot["params"].is_null()) << slot;
+
+  std::atomic<bool> finished{false};
+  std::thread client([&] {
+    const json body = {{"prompt", "Once"}, {"n_predict", 500}, {"ignore_eos", true},
+                       {"temperature", 0.5}, {"top_k", 7}, {"seed", 11}};
+    EXPECT_EQ(Api(server->port(), "").post("/completion", body).status, 200);
+    finished = true;
+  });
+  json busy_slot;
+  while (!finished && busy_slot.is_null()) {
+    const Reply r = a.get("/slots");
+    ASSERT_EQ(r.status, 200) << r.text;
+    for (const json& slot : r.body) {
+      if (slot["is_processing"].get<bool>() && slot["params"].is_object()) busy_slot = slot;
+    }
+  }
+  client.join();
+  ASSERT_FALSE(busy_slot.is_null()) << "no busy slot seen while the request ran";
+  const json& p = busy_slot["params"];
+  EXPECT_EQ(p["top_k"], 7) << busy_slot;
+  EXPECT_EQ(p["temperature"], 0.5) << busy_slot;
+  EXPECT_EQ(p["n_predict"], 500) << busy_slot;
+  EXPECT_EQ(p["seed"], 11) << busy_slot;
+  EXPECT_EQ(p["ignore_eos"], true) << busy_slot;
+  for (const json& slot : a.get("/slots").body) EXPECT_TRUE(slot["params"].is_null()) << slot;  // idle again
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+TEST(ServerHttpLlamaFlags, NoSlotsMakesSlots501) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  auto off = test::start_server({"--no-slots"});
+  ASSERT_TRUE(off);
+  const Reply r = Api(off->port(), "").get("/slots");
+  expect_error(r, 501);
+  EXPECT_NE(r.text.find("--no-slots"), std::string::npos) << r.text;
+  EXPECT_EQ(off->stop(), 0) << off->log();
+  auto on = test::start_server({"--slots"});
+  ASSERT_TRUE(on);
+  EXPECT_EQ(Api(on->port(), "").get("/slots").status, 200);
+  EXPECT_EQ(on->stop(), 0) << on->log();
 }
 
 TEST(ServerHttpLlamaFlags, PoolingNoneAsTheServersDefault) {

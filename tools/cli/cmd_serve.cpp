@@ -159,6 +159,7 @@ void add_llama_server_flags(CLI::App* cmd, ServeFlags& f) {
                   "token, POST /embeddings only)")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
+  cmd->add_flag("--slots,!--no-slots", f.o.slots, "serve GET /slots (the default; --no-slots: 501)");
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ ApiError refusal_error(serving::Refusal refusal, const std::string& message) {
 
 }  // namespace
 
-JobRun::JobRun(ServerContext& ctx, const Job& job) : n_per_prompt_(job.request.n_choices) {
+JobRun::JobRun(ServerContext& ctx, const Job& job) : registry_(ctx.requests), n_per_prompt_(job.request.n_choices) {
   if (ctx.options.timeout_s > 0) {
     has_deadline_ = true;
     deadline_ = serving::Clock::now() + std::chrono::duration_cast<serving::Clock::duration>(
@@ -51,9 +51,13 @@ JobRun::JobRun(ServerContext& ctx, const Job& job) : n_per_prompt_(job.request.n
   if (s.streams.empty()) throw refusal_error(s.refusal, s.message);
   streams_ = std::move(s.streams);
   done_.assign(streams_.size(), false);
+  for (const auto& stream : streams_) registry_.add(stream->id(), job.request);
 }
 
-JobRun::~JobRun() { cancel(); }
+JobRun::~JobRun() {
+  cancel();
+  for (const auto& stream : streams_) registry_.remove(stream->id());
+}
 
 void JobRun::cancel() {
   for (size_t i = 0; i < streams_.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "server/request_decode.h"
+#include "server/request_registry.h"
 #include "tessera/serving.h"
 
 namespace tessera::server {
@@ -61,6 +62,7 @@ class JobRun {
   serving::Usage usage(size_t i) const { return streams_[i]->usage(); }
 
  private:
+  RequestRegistry& registry_;
   std::vector<std::shared_ptr<serving::Stream>> streams_;
   std::vector<bool> done_;
   int n_per_prompt_ = 1;

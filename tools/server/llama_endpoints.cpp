@@ -166,6 +166,14 @@ class LlamaStream : public SseFormatter {
   bool timed_out_ = false;
 };
 
+/// A slot's `params`: the sampling settings of the request it serves, in the shape of
+/// `generation_settings`; null when it is idle.
+json slot_params(const ServerContext& ctx, const serving::SlotInfo& s) {
+  if (!s.busy) return nullptr;
+  const std::optional<serving::GenerationRequest> r = ctx.requests.find(s.request);
+  return r ? sampling_json(*r) : json(nullptr);
+}
+
 /// True when `s` is well-formed UTF-8.
 bool valid_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
@@ -278,13 +286,14 @@ void handle_props(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {
 }
 
 void handle_slots(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {
+  if (!ctx.options.slots) throw not_supported("this server does not show its slots: it was started with --no-slots");
   ctx.require_ready();
   const serving::EngineStats stats = ctx.engine->stats();
   json slots = json::array();
   for (const serving::SlotInfo& s : stats.slots) {
     slots.push_back({{"id", s.id}, {"is_processing", s.busy}, {"id_task", s.busy ? json(s.request) : json(-1)},
                      {"n_past", s.n_past}, {"n_decoded", s.n_generated},
-                     {"n_ctx", ctx.engine->params().n_ctx_per_seq}});
+                     {"n_ctx", ctx.engine->params().n_ctx_per_seq}, {"params", slot_params(ctx, s)}});
   }
   send_json(res, slots);
 }

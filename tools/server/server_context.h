@@ -10,6 +10,7 @@
 #include <string>
 
 #include "server/metrics.h"
+#include "server/request_registry.h"
 #include "server/server_options.h"
 #include "tessera/chat.h"
 #include "tessera/model.h"
@@ -42,6 +43,7 @@ struct ServerContext {
   std::string model_file;  // the model's file name
   std::string model_name;  // --alias, else model_file
   Metrics metrics;
+  RequestRegistry requests;  // the running jobs' requests, for /slots
   std::atomic<uint64_t> next_id{1};
 
   bool ready() const { return state.load(std::memory_order_acquire) == ServerState::Ready; }

@@ -45,6 +45,7 @@ struct ServerOptions {
   int64_t seed = -1;
   std::optional<int32_t> n_predict;
   bool embeddings = false;
+  bool slots = true;  // GET /slots (--no-slots: 501)
   std::string pooling = "mean";  // --pooling: none, mean, cls, last (a request's `pooling` overrides it)
   std::string cors_origin;  // empty: no CORS headers
   bool webui = true;
