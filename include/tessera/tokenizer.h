@@ -91,12 +91,15 @@ class Tokenizer {
   /// FIM pad/repo/separator, and tokens whose text llama.cpp treats as an end of turn
   /// ("<|eot_id|>", "<|im_end|>", "<|endoftext|>", ...).
   bool is_eog(TokenId id) const;
-  /// End of turn and fill-in-the-middle prefix / suffix / middle ids (-1 when absent): from
-  /// the metadata, else from well-known token texts, as llama.cpp.
+  /// End of turn and fill-in-the-middle prefix / suffix / middle / repository / file
+  /// separator ids (-1 when absent): from the metadata, else from well-known token texts,
+  /// as llama.cpp.
   TokenId eot() const;
   TokenId fim_pre() const;
   TokenId fim_suf() const;
   TokenId fim_mid() const;
+  TokenId fim_rep() const;
+  TokenId fim_sep() const;
   /// The pre-tokenizer in use ("gpt2" vocabularies: e.g. "gpt-2", "llama3", "default"; ""
   /// for "llama"). Unknown or missing tokenizer.ggml.pre values select "default".
   std::string_view pre_tokenizer() const;

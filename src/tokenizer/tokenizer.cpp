@@ -152,6 +152,8 @@ TokenId Tokenizer::eot() const { return vocab_->special().eot; }
 TokenId Tokenizer::fim_pre() const { return vocab_->special().fim_pre; }
 TokenId Tokenizer::fim_suf() const { return vocab_->special().fim_suf; }
 TokenId Tokenizer::fim_mid() const { return vocab_->special().fim_mid; }
+TokenId Tokenizer::fim_rep() const { return vocab_->special().fim_rep; }
+TokenId Tokenizer::fim_sep() const { return vocab_->special().fim_sep; }
 std::string_view Tokenizer::pre_tokenizer() const { return algo_->pre_tokenizer_name(); }
 
 TokenType Tokenizer::token_type(TokenId id) const {

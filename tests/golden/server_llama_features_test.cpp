@@ -277,6 +277,70 @@ TEST(ServerHttpLlamaFlags, NoSlotsMakesSlots501) {
   EXPECT_EQ(on->stop(), 0) << on->log();
 }
 
+TEST_F(ServerHttpLlama, InfillWithoutFimTokensIs400) {
+  const Reply r = api().post("/infill", json{{"input_prefix", "def f():"}, {"input_suffix", "\n"}, {"n_predict", 2}});
+  expect_error(r, 400);
+  EXPECT_NE(r.text.find("fill-in-the-middle"), std::string::npos) << r.text;
+}
+
+/// The ids of `text` on `a`'s model: special-token texts parsed or not, no BOS.
+std::vector<int> ids_of(Api& a, const std::string& text, bool special) {
+  const Reply r = a.post("/tokenize", json{{"content", text}, {"parse_special", special}});
+  EXPECT_EQ(r.status, 200) << r.text;
+  return r.body["tokens"].get<std::vector<int>>();
+}
+
+/// The /infill prompt of `model` (whose repository token, when it has one, is `repo`:
+/// found as llama.cpp finds it, by its text) against llama-server's format_infill layout:
+/// [FIM_REP "myproject\n"], "\n\n--- snippet ---\n\n" text per extra file (neither
+/// vocabulary has a file separator llama.cpp knows), [BOS], FIM_PRE prefix prompt FIM_SUF
+/// suffix FIM_MID; the same tokens as a /completion prompt give the same greedy output.
+void check_infill_layout(const std::string& model, const std::string& repo) {
+  std::string error;
+  auto server = ServerProcess::start({"-m", model, "-t", "2", "-np", "1"}, &error);
+  ASSERT_TRUE(server) << error;
+  Api a(server->port(), "");
+  const std::string prefix = "def add(a, b):\n    return ", typed = "a", suffix = "\n\nprint(add(1, 2))\n";
+  std::vector<int> expected;
+  const auto add = [&](const std::string& text, bool special) {
+    for (int id : ids_of(a, text, special)) expected.push_back(id);
+  };
+  if (!repo.empty()) {
+    ASSERT_EQ(ids_of(a, repo, true).size(), 1u) << repo;
+    add(repo, true);
+    add("myproject\n", false);
+  }
+  add("\n\n--- snippet ---\n\n", false);
+  add("x = 1\n", false);
+  for (const std::string& t : {std::string("<fim_prefix>"), prefix, typed, std::string("<fim_suffix>"), suffix,
+                               std::string("<fim_middle>")}) {
+    add(t, true);
+  }
+  const json extra = {{{"filename", "util.py"}, {"text", "x = 1\n"}}};
+  const Reply infill = a.post("/infill", json{{"input_prefix", prefix}, {"input_suffix", suffix}, {"prompt", typed},
+                                              {"input_extra", extra}, {"n_predict", 6}, {"temperature", 0},
+                                              {"return_tokens", true}});
+  ASSERT_EQ(infill.status, 200) << infill.text;
+  EXPECT_EQ(infill.body["tokens_evaluated"], expected.size()) << infill.text;
+  const Reply same = a.post("/completion", json{{"prompt", expected}, {"n_predict", 6}, {"temperature", 0},
+                                                {"return_tokens", true}});
+  ASSERT_EQ(same.status, 200) << same.text;
+  EXPECT_EQ(infill.body["tokens"], same.body["tokens"]) << model;
+  EXPECT_EQ(infill.body["content"], same.body["content"]) << model;
+
+  expect_error(a.post("/infill", json{{"input_prefix", 3}}), 400, "input_prefix");
+  expect_error(a.post("/infill", json{{"input_extra", {{{"filename", "a"}}}}}), 400, "input_extra[0].text");
+  expect_error(a.post("/infill", json{{"input_extra", {"text"}}}), 400, "input_extra[0]");
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+TEST(ServerHttpLlamaFlags, InfillLaysOutTheFimTokensAsLlamaServer) {
+  TESSERA_REQUIRE_SHARED(starcoder, "archs/models/starcoder.gguf");  // no repository token llama.cpp knows
+  check_infill_layout(starcoder, "");
+  TESSERA_REQUIRE_SHARED(refact, "archs/models/refact.gguf");  // <reponame>
+  check_infill_layout(refact, "<reponame>");
+}
+
 TEST(ServerHttpLlamaFlags, PoolingNoneAsTheServersDefault) {
   TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
   auto server = test::start_server({"--embeddings", "--pooling", "none"});

@@ -23,6 +23,8 @@ void handle_model(ServerContext& ctx, const HttpRequest& req, HttpResponse& res)
 
 // llama.cpp's (llama_endpoints.cpp)
 void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+/// POST /infill: a fill-in-the-middle completion (infill_prompt.h), in /completion's shape.
+void handle_infill(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 void handle_tokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 void handle_detokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 void handle_apply_template(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);

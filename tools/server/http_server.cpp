@@ -41,6 +41,7 @@ constexpr Route kRoutes[] = {
     {"/embedding", "POST", handle_llama_embeddings, true, true},
     {"/completion", "POST", handle_completion, true, true},
     {"/completions", "POST", handle_completion, true, true},
+    {"/infill", "POST", handle_infill, true, true},
     {"/tokenize", "POST", handle_tokenize, true, true},
     {"/detokenize", "POST", handle_detokenize, true, true},
     {"/apply-template", "POST", handle_apply_template, true, true},

@@ -195,13 +195,12 @@ json token_piece_json(const Tokenizer& tok, TokenId id) {
   return {{"id", id}, {"piece", bytes_json(piece)}};
 }
 
-}  // namespace
-
-void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
+/// /completion and /infill: decode, submit, answer or stream.
+void run_llama(ServerContext& ctx, const HttpRequest& req, HttpResponse& res, Dialect dialect) {
   ctx.require_ready();
   const json body = parse_body(req.body);
   ctx.check_model(Fields(body));
-  const Job job = decode_job(body, Dialect::Llama, ctx);
+  const Job job = decode_job(body, dialect, ctx);
   const bool several = job.prompts.size() > 1;
   if (several && job.stream) {
     throw bad_field("stream", "'stream' takes one prompt: this 'prompt' lists " + std::to_string(job.prompts.size()));
@@ -225,6 +224,16 @@ void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse&
     results.back()["index"] = i;
   }
   send_json(res, results);
+}
+
+}  // namespace
+
+void handle_completion(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
+  run_llama(ctx, req, res, Dialect::Llama);
+}
+
+void handle_infill(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
+  run_llama(ctx, req, res, Dialect::Infill);
 }
 
 void handle_tokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {

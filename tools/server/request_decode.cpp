@@ -8,6 +8,7 @@
 
 #include "server/context_fit.h"
 #include "server/errors.h"
+#include "server/infill_prompt.h"
 #include "server/request_limits.h"
 #include "server/response_fields.h"
 #include "server/server_context.h"
@@ -260,9 +261,10 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
     case Dialect::Chat: messages = decode_messages(body); break;
     case Dialect::Completion: job.prompts = completion_prompts(body, ctx); break;
     case Dialect::Llama: job.prompts = llama_prompt(body, ctx); break;
+    case Dialect::Infill: job.prompts = {infill_prompt(body, ctx.tokenizer())}; break;
   }
   decode_stream(body, job);
-  if (dialect != Dialect::Llama) {
+  if (dialect == Dialect::Chat || dialect == Dialect::Completion) {
     job.request.n_choices = int(body.integer("n", 1, limits::kMaxChoices).value_or(1));
   } else {
     job.return_tokens = body.boolean("return_tokens").value_or(false);

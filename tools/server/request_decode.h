@@ -34,6 +34,7 @@ enum class Dialect {
   Chat,        // POST /v1/chat/completions
   Completion,  // POST /v1/completions
   Llama,       // POST /completion
+  Infill,      // POST /infill: /completion's fields and shape, a fill-in-the-middle prompt
 };
 
 /// The messages of a chat request (`messages`: roles system/developer/user/assistant;

@@ -29,6 +29,7 @@ int32_t decode_max_tokens(const Fields& body, Dialect dialect, std::optional<int
     case Dialect::Completion:
       return int32_t(body.integer("max_tokens", 0, kMaxInt32).value_or(server_default.value_or(16)));
     case Dialect::Llama:
+    case Dialect::Infill:
       return int32_t(body.integer("n_predict", -1, kMaxInt32).value_or(server_default.value_or(-1)));
   }
   return -1;
