@@ -4,7 +4,6 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <future>
 
 #include "server/http_wire.h"
 
@@ -17,6 +16,7 @@ namespace {
 constexpr auto kLingerTime = std::chrono::seconds(2);  // reading what a refused client still sends
 constexpr size_t kLingerBytes = size_t{16} << 20;
 constexpr auto kProbePoll = std::chrono::milliseconds(50);
+constexpr size_t kMaxUnsentBytes = size_t{256} << 10;  // a stream's backlog before its worker waits
 
 bool is_parse_error(const error_code& ec) {
   return ec.category() == make_error_code(http::error::bad_method).category() &&
@@ -50,7 +50,7 @@ class ConnectionSink final : public StreamSink {
   ConnectionSink(Connection& c, const PeerState& peer, bool chunked) : c_(c), peer_(peer), chunked_(chunked) {}
   bool write(std::string_view data) override {
     if (data.empty()) return !peer_.gone;
-    return c_.write_and_wait(chunked_ ? chunk(data) : std::string(data));
+    return c_.write_streamed(chunked_ ? chunk(data) : std::string(data));
   }
   bool is_writable() const override { return !peer_.gone; }
 
@@ -182,7 +182,7 @@ void Connection::serve(const HttpRequest& req, bool keep_alive) {
   } else {
     const bool chunked = req.version >= 11;
     if (!chunked) keep_alive = false;
-    bool ok = write_and_wait(serialize_stream_head(res, req, keep_alive, chunked));
+    bool ok = write_streamed(serialize_stream_head(res, req, keep_alive, chunked));
     if (ok) {
       ConnectionSink sink(*this, *req.peer, chunked);
       ok = res.stream(sink);
@@ -200,14 +200,30 @@ void Connection::serve(const HttpRequest& req, bool keep_alive) {
   asio::post(core_.io, [self = shared_from_this()] { self->core_.request_finished(); });
 }
 
-bool Connection::write_and_wait(std::string data) {
-  auto done = std::make_shared<std::promise<bool>>();
-  std::future<bool> result = done->get_future();
-  asio::post(core_.io, [self = shared_from_this(), data = std::move(data), done]() mutable {
+// A stream writes a chunk per token: waiting for each to reach the socket would cost a
+// round trip between the threads per token (measured: 1-client streams 10-35% slower
+// than writing from the worker as before); so chunks are queued, and only a backlog
+// (a client not reading) makes the worker wait. The engine never waits either way.
+bool Connection::write_streamed(std::string data) {
+  const size_t n = data.size();
+  {
+    std::unique_lock<std::mutex> lock(flow_mu_);
+    flow_cv_.wait(lock, [&] { return unsent_ < kMaxUnsentBytes || flow_broken_; });
+    if (flow_broken_) return false;
+    unsent_ += n;
+  }
+  asio::post(core_.io, [self = shared_from_this(), data = std::move(data), n]() mutable {
     self->answer_started_ = true;
-    self->write(std::move(data), [done](bool ok) { done->set_value(ok); });
+    self->write(std::move(data), [self, n](bool ok) {
+      {
+        std::lock_guard<std::mutex> lock(self->flow_mu_);
+        self->unsent_ -= n;
+        if (!ok) self->flow_broken_ = true;
+      }
+      self->flow_cv_.notify_all();
+    });
   });
-  return result.get();
+  return true;
 }
 
 void Connection::finish(std::string data, bool keep_alive) {

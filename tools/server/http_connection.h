@@ -19,9 +19,11 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,8 +71,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   /// At stop: closes now unless a request is in flight (that one closes after its answer).
   void close_when_idle();
 
-  /// Any thread: writes `data` and waits; false when the connection is gone.
-  bool write_and_wait(std::string data);
+  /// Any thread: queues `data` for the socket without waiting for it to be written,
+  /// unless kMaxUnsentBytes already wait (a client reading slowly), then until they have
+  /// gone; false once the connection is gone.
+  bool write_streamed(std::string data);
   /// Any thread: writes `data`, then reads the next request (keep-alive) or closes.
   void finish(std::string data, bool keep_alive);
   /// Any thread: drops the connection (a stream that ended badly).
@@ -131,6 +135,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   };
   std::deque<PendingWrite> writes_;
   bool writing_ = false;
+  // Bytes queued by write_streamed and not yet written, and whether a write failed;
+  // shared with the worker that streams, so guarded.
+  std::mutex flow_mu_;
+  std::condition_variable flow_cv_;
+  size_t unsent_ = 0;
+  bool flow_broken_ = false;
   std::vector<char> drain_buffer_;
   size_t drained_ = 0;
   bool closed_ = false;
