@@ -25,20 +25,6 @@ std::string HttpRequest::get_header_value(std::string_view name) const {
   return {};
 }
 
-bool HttpRequest::has_header(std::string_view name) const {
-  for (const auto& h : headers) {
-    if (same_name(h.first, name)) return true;
-  }
-  return false;
-}
-
-bool HttpResponse::has_header(std::string_view name) const {
-  for (const auto& h : headers) {
-    if (same_name(h.first, name)) return true;
-  }
-  return false;
-}
-
 std::string percent_decode(std::string_view text) {
   std::string out;
   out.reserve(text.size());

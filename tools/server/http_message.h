@@ -41,7 +41,6 @@ struct HttpRequest {
 
   /// The first header of that name (names compare case-insensitively), else "".
   std::string get_header_value(std::string_view name) const;
-  bool has_header(std::string_view name) const;
 };
 
 /// Where a streamed response writes; each write is sent as one chunk and returns once
@@ -77,7 +76,6 @@ struct HttpResponse {
     stream = std::move(provider);
     stream_release = std::move(release);
   }
-  bool has_header(std::string_view name) const;
 };
 
 /// "%41b" -> "Ab"; a '%' not followed by two hex digits is kept as it is.
