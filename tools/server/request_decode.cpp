@@ -243,11 +243,12 @@ std::vector<ChatMessage> decode_messages(const Fields& body) {
       throw bad_field(f.name("role"), "'" + f.name("role") + "' must be system, developer, user or assistant, not \"" +
                                           *role + "\"");
     }
-    const auto it = (*m)[i].find("content");
-    if (it == (*m)[i].end() && msg.role != "assistant") {
+    // Only an assistant message may come without content (null is absent, as everywhere).
+    const json* content = f.get("content");
+    if (!content && msg.role != "assistant") {
       throw bad_field(f.name("content"), "'" + f.name("content") + "' is required");
     }
-    if (it != (*m)[i].end()) msg.content = message_content(*it, f.name("content"));
+    if (content) msg.content = message_content(*content, f.name("content"));
     out.push_back(std::move(msg));
   }
   return out;
