@@ -16,7 +16,10 @@ std::string shared_file(const std::string& relative) {
   return std::filesystem::is_regular_file(p, ec) ? p.string() : std::string();
 }
 
-std::string cli_path() { return TESSERA_CLI_PATH; }
+std::string cli_path() {
+  if (const char* env = std::getenv("TESSERA_CLI"); env && *env) return env;
+  return TESSERA_CLI_PATH;
+}
 
 ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
   if (const char* old = std::getenv(name)) old_ = old;

@@ -10,7 +10,8 @@ namespace tessera::test {
 std::string shared_dir();
 /// Full path of a file under shared/, or "" when it is absent.
 std::string shared_file(const std::string& relative);
-/// Path of the built `tessera` command.
+/// Path of the `tessera` command the tests run: $TESSERA_CLI (to run the tests against
+/// another build, e.g. an older one), else the one built beside the tests.
 std::string cli_path();
 
 /// Sets an environment variable for the life of the object, then restores its previous

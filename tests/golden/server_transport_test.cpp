@@ -1,8 +1,9 @@
-// `tessera serve`'s transport as a hostile or unusual client meets it (issue 30, items
-// 1-4 and 7): raw sockets that send bodies past --max-body, trickle their headers, send
-// impossible lengths, pipeline, half-close, send too many headers or too many
-// connections; the server answers each at once with the right status and keeps serving
-// everyone else (docs/server.md, "The transport").
+// `tessera serve` as a hostile or unusual client meets it (issue 30, items 1-7): raw
+// sockets that send bodies past --max-body, trickle their headers, send impossible
+// lengths, pipeline, half-close, send too many headers or too many connections, big
+// embedding batches, a grammar past the parser's limit, a detokenize without tokens; the
+// server answers each at once with the right status and keeps serving everyone else
+// (docs/server.md, "The transport" and "Errors").
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -246,6 +247,91 @@ TEST(ServerTransport, ConnectionsPastTheLimitsAre503) {
     if (!served) std::this_thread::sleep_for(milliseconds(20));
   }
   EXPECT_TRUE(served);
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+/// One request on its own connection, read to the end: the final response.
+test::RawResponse exchange(int port, const std::string& request) {
+  auto s = RawSocket::connect(port);
+  EXPECT_TRUE(s);
+  if (!s) return {};
+  EXPECT_TRUE(s->send(request));
+  const std::vector<test::RawResponse> r = test::parse_responses(s->read_responses(1, milliseconds(60000)));
+  for (const test::RawResponse& one : r) {
+    if (one.status >= 200) return one;
+  }
+  ADD_FAILURE() << "no final response to " << request.substr(0, 80);
+  return {};
+}
+
+/// The `param` of an error body, "" when it is not one.
+std::string error_param(const test::RawResponse& r) {
+  const json body = json::parse(r.body, nullptr, false);
+  if (!body.is_object() || !body.contains("error") || !body["error"]["param"].is_string()) return "";
+  return body["error"]["param"];
+}
+
+// Item 5: an embedding request with more inputs than --max-queue is one admission on a
+// default server: all 200 rows come back, and nothing of it is left queued to refuse the
+// next client; a batch past Engine::kMaxGroup is refused whole with a 400.
+TEST(ServerTransport, TwoHundredEmbeddingInputsAreOneAdmissionAndLeaveNothingQueued) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  auto server = serve(model, {"--embeddings"});
+  ASSERT_TRUE(server);
+  json inputs = json::array();
+  for (int i = 0; i < 200; ++i) inputs.push_back("input number " + std::to_string(i));
+  for (int round = 0; round < 3; ++round) {
+    const test::RawResponse r = exchange(server->port(), post("/v1/embeddings", json{{"input", inputs}}.dump()));
+    ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
+    EXPECT_EQ(json::parse(r.body)["data"].size(), 200u);
+  }
+  json too_many = json::array();
+  for (int i = 0; i < 1025; ++i) too_many.push_back("x");
+  const test::RawResponse refused = exchange(server->port(), post("/v1/embeddings", json{{"input", too_many}}.dump()));
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 4}};
+  for (int i = 0; i < 3; ++i) {
+    const test::RawResponse r = exchange(server->port(), post("/v1/chat/completions", chat.dump()));
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+// Item 6: a grammar with more parse stacks at its start than the parser allows is the
+// client's input: a 400 naming 'grammar', on every endpoint that takes one.
+TEST(ServerTransport, AGrammarPastTheStackLimitIs400NotA500) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  auto server = serve(model);
+  ASSERT_TRUE(server);
+  const std::string grammar = R"(root ::= ("a"?{1,200}){1,200})";
+  const std::vector<std::pair<std::string, json>> cases = {
+      {"/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"grammar", grammar}}},
+      {"/v1/completions", {{"prompt", "Once"}, {"grammar", grammar}}},
+      {"/completion", {{"prompt", "Once"}, {"grammar", grammar}}},
+  };
+  for (const auto& [path, body] : cases) {
+    const test::RawResponse r = exchange(server->port(), post(path, body.dump()));
+    EXPECT_EQ(r.status, 400) << path << ": " << r.body;
+    EXPECT_EQ(error_param(r), "grammar") << r.body;
+  }
+  expect_serving(*server);
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+// Item 7: /detokenize without 'tokens' is a 400 naming it, as every endpoint answers a
+// missing required field; an empty list is a valid request ("").
+TEST(ServerTransport, DetokenizeWithoutTokensIs400) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  auto server = serve(model);
+  ASSERT_TRUE(server);
+  for (const std::string body : {"{}", R"({"tokens": null})"}) {
+    const test::RawResponse r = exchange(server->port(), post("/detokenize", body));
+    EXPECT_EQ(r.status, 400) << body << ": " << r.body;
+    EXPECT_EQ(error_param(r), "tokens") << r.body;
+  }
+  const test::RawResponse empty = exchange(server->port(), post("/detokenize", R"({"tokens": []})"));
+  EXPECT_EQ(empty.status, 200) << empty.body;
+  EXPECT_EQ(json::parse(empty.body)["content"], "");
   EXPECT_EQ(server->stop(), 0) << server->log();
 }
 
