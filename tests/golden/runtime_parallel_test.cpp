@@ -44,6 +44,21 @@ TEST(RuntimeParallel, ContinuousBatchingMatchesOneClient) {
   EXPECT_GT(many["generated_per_second"].get<double>(), 0.0);
 }
 
+// The text of a request is what its tokens add after the prompt, leading space included
+// ("said unto", not "saidunto"): the same as `run` prints after the same prompt.
+TEST(RuntimeParallel, TextKeepsTheFirstTokensLeadingSpace) {
+  // The model tessera trained (models/README.md), whose words come with their spaces.
+  const std::string model = std::string(TESSERA_SOURCE_DIR) + "/models/tessera-kjv-6m-q8_0.gguf";
+  const std::string file = test::write_temp_file("parallel_prompt.txt", "And God said\n");
+  const auto j = run_json("parallel -m " + model + " -f " + file + " --clients 1 --requests 1 -n 12 --temp 0 -t 1");
+  ASSERT_EQ(j["requests"].size(), 1u);
+  const std::string text = j["requests"][0]["text"];
+  const test::CliOutput run = run_cli("run -m " + model + " -p 'And God said' -n 12 --temp 0 -t 1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "And God said" + text + "\n") << "parallel's text: '" << text << "'";
+  EXPECT_EQ(text.substr(0, 1), " ") << text;
+}
+
 TEST(RuntimeParallel, LongGenerationShiftsTheContext) {
   TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
   // 64 cells for 2 clients: 32 per request, so 40 generated tokens need shifts.

@@ -199,6 +199,16 @@ Result<Totals> Server::run() {
   return totals_;
 }
 
+/// The text that the generated tokens add after the prompt: decoded as a continuation (a
+/// stream), so the first token's leading space stays (Tokenizer::decode would strip it as
+/// the start of a text).
+std::string continuation_text(const Tokenizer& tok, const std::vector<TokenId>& generated) {
+  StreamDecoder decoder(tok);
+  std::string text;
+  for (const TokenId id : generated) text += decoder.push(id);
+  return text + decoder.flush();
+}
+
 void print_results(const ParallelOptions& o, const Tokenizer& tok, const std::vector<Request>& requests,
                    const Totals& t) {
   const double gen_tps = t.seconds > 0 ? double(t.generated) / t.seconds : 0.0;
@@ -211,7 +221,7 @@ void print_results(const ParallelOptions& o, const Tokenizer& tok, const std::ve
     for (size_t i = 0; i < requests.size(); ++i) {
       const Request& r = requests[i];
       list.push_back({{"id", i}, {"client", r.client}, {"prompt", r.prompt}, {"n_prompt", r.prompt_tokens.size()},
-                      {"tokens", r.generated}, {"text", tok.decode(r.generated)}, {"context_shifts", r.n_shifts}});
+                      {"tokens", r.generated}, {"text", continuation_text(tok, r.generated)}, {"context_shifts", r.n_shifts}});
     }
     out["requests"] = list;
     out["steps"] = t.steps;
@@ -228,7 +238,7 @@ void print_results(const ParallelOptions& o, const Tokenizer& tok, const std::ve
     const Request& r = requests[i];
     std::printf("request %zu (client %d): %zu prompt tokens, %zu generated\n  prompt: %s\n  output: %s\n", i,
                 r.client, r.prompt_tokens.size(), r.generated.size(), r.prompt.c_str(),
-                tok.decode(r.generated).c_str());
+                continuation_text(tok, r.generated).c_str());
   }
   std::printf("%d clients, %zu requests: %lld prompt + %lld generated tokens in %lld steps, %.3f s: "
               "%.1f generated tok/s (%.1f tok/s with prompts)\n",
