@@ -8,6 +8,7 @@ packages=(cmake make g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev
           libopenmpi-dev openmpi-bin)  # --mpi: a model split across the ranks of an mpirun job
 if [ "${1:-}" = "--tests" ]; then
   packages+=(tmux      # the test that drives `tessera chat` in a real terminal
+             python3   # reads `bench -o csv` with its csv module
              curl      # the server's curl test
              chromium) # the web page's test (driven by playwright-core from npm)
   # node and npm run the server's client tests (the openai package); a machine that has

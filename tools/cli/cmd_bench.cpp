@@ -2,21 +2,20 @@
 // (tg: n tokens one at a time) speed, repeated r times, reported as mean ± std tokens/s
 // with the same meaning as the reference engine's llama-bench. `--bandwidth` measures
 // the machine's memory read bandwidth and the roofline it implies for generation.
-#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <thread>
 
+#include "cli/bench_memory.h"
+#include "cli/bench_report.h"
+#include "cli/value_list.h"
 #include "commands.h"
 #include "tessera/context.h"
 #include "tessera/model.h"
@@ -29,16 +28,42 @@ struct BenchOptions {
   std::string model;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
   PlacementOptions placement;     // --layers, --mpi, --mpi-layers
-  int n_prompt = 512;
-  int n_gen = 128;
-  int threads = default_threads();
+  // Lists, as llama-bench takes them (cli/value_list.h): every combination is a test.
+  std::vector<std::string> n_prompt{"512"};
+  std::vector<std::string> n_gen{"128"};
+  std::vector<std::string> threads;  // empty: default_threads()
+  std::vector<std::string> depth{"0"};
   int reps = 5;
   int64_t ctx = 0;
-  int depth = 0;
   std::string output = "md";
   bool memory = false;
   bool bandwidth = false;
 };
+
+/// The expanded lists of the options.
+struct Grid {
+  std::vector<int64_t> prompts, gens, threads, depths;
+};
+
+Result<Grid> expand(const BenchOptions& o) {
+  Grid g;
+  auto list = [](const std::vector<std::string>& v, const char* flag, int64_t min, int64_t max,
+                 std::vector<int64_t>& out) -> Status {
+    Result<std::vector<int64_t>> r = expand_value_list(v, flag, min, max);
+    if (!r) return r.status();
+    out = std::move(*r);
+    return Status::ok();
+  };
+  TESSERA_RETURN_IF_ERROR(list(o.n_prompt, "-p/--n-prompt", 0, 1 << 16, g.prompts));
+  TESSERA_RETURN_IF_ERROR(list(o.n_gen, "-n/--n-gen", 0, 1 << 16, g.gens));
+  TESSERA_RETURN_IF_ERROR(list(o.depth, "-d/--n-depth", 0, 1 << 20, g.depths));
+  if (o.threads.empty()) {
+    g.threads = {default_threads()};
+  } else {
+    TESSERA_RETURN_IF_ERROR(list(o.threads, "-t/--threads", 1, 512, g.threads));
+  }
+  return g;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -53,58 +78,6 @@ Stats stats_of(const std::vector<double>& v) {
   for (double x : v) s.stddev += (x - s.mean) * (x - s.mean);
   s.stddev = v.size() > 1 ? std::sqrt(s.stddev / double(v.size() - 1)) : 0.0;
   return s;
-}
-
-/// Bytes per second of reading `bytes` (far larger than the caches) with `threads` threads,
-/// on 2 MiB pages like the repacked weights: every word summed into 8 independent
-/// accumulators (the compiler vectorises the loop). The best of `reps` runs, each timed
-/// from a common start to the last thread's end (threads are created before the clock
-/// starts).
-/// (Software prefetch did not raise it on the machines we measure.)
-double measure_read_bandwidth(int threads, size_t bytes, int reps) {
-  const size_t huge = size_t(2) << 20;
-  std::unique_ptr<uint64_t, void (*)(void*)> buf(static_cast<uint64_t*>(std::aligned_alloc(huge, bytes)),
-                                                 std::free);
-  if (!buf) return 0;
-  ::madvise(buf.get(), bytes, MADV_HUGEPAGE);
-  const size_t n = bytes / sizeof(uint64_t);
-  std::fill(buf.get(), buf.get() + n, uint64_t(1));
-  constexpr size_t kLine = 64 / sizeof(uint64_t);  // words per cache line
-  double best = 0;
-  for (int rep = 0; rep < reps; ++rep) {
-    std::vector<uint64_t> sums(size_t(threads) * 8, 0);
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        const uint64_t* p = buf.get();
-        const size_t begin = n * size_t(t) / size_t(threads) / kLine * kLine;
-        const size_t end = n * size_t(t + 1) / size_t(threads) / kLine * kLine;
-        ready.fetch_add(1);
-        while (!go.load(std::memory_order_acquire)) {
-        }
-        uint64_t acc[kLine] = {};
-        for (size_t i = begin; i + kLine <= end; i += kLine) {
-          for (size_t j = 0; j < kLine; ++j) acc[j] += p[i + j];
-        }
-        uint64_t total = 0;
-        for (uint64_t v : acc) total += v;
-        sums[size_t(t) * 8] = total;
-      });
-    }
-    while (ready.load() < threads) {
-    }
-    const auto t0 = Clock::now();
-    go.store(true, std::memory_order_release);
-    for (std::thread& th : pool) th.join();
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    uint64_t total = 0;
-    for (uint64_t v : sums) total += v;
-    if (total == 0) return 0;  // keeps the reads from being optimised away
-    best = std::max(best, double(bytes) / s);
-  }
-  return best;
 }
 
 /// Tokens per second of one run of a test (pp or tg) on a cleared context that first
@@ -132,20 +105,6 @@ Result<double> run_once(Context& ctx, int n_prompt, int n_gen, int depth, int64_
   return double(n_prompt + n_gen) / s;
 }
 
-/// The paired probe of a tg repetition: this VM's read bandwidth changes from one second
-/// to the next (docs/performance.md), so each repetition's roofline comes from probes
-/// taken just before and just after it rather than from one probe at the start.
-constexpr size_t kPairedProbeBytes = size_t(512) << 20;
-constexpr int kPairedProbeReps = 3;
-// The engine's worker threads spin for a while after a decode before they sleep; the
-// probe waits for that so it does not share the cores with them.
-constexpr auto kQuiet = std::chrono::milliseconds(300);
-
-double paired_probe(int threads) {
-  std::this_thread::sleep_for(kQuiet);
-  return measure_read_bandwidth(threads, kPairedProbeBytes, kPairedProbeReps);
-}
-
 struct Samples {
   std::vector<double> tps;        // tokens/s per repetition
   std::vector<double> bandwidth;  // paired probe per repetition (bytes/s), tg with --bandwidth
@@ -167,40 +126,10 @@ Result<Samples> run_test(Context& ctx, int n_prompt, int n_gen, int depth, int r
   return out;
 }
 
-/// 1.23 GiB / 45.6 MiB for sizes; 1.10 B / 15.0 M for counts.
-std::string human(double v, bool bytes) {
-  char buf[32];
-  if (bytes) {
-    const bool gib = v >= double(1 << 30);
-    std::snprintf(buf, sizeof buf, "%.2f %s", v / (gib ? double(1 << 30) : double(1 << 20)), gib ? "GiB" : "MiB");
-  } else {
-    const bool billions = v >= 1e9;
-    std::snprintf(buf, sizeof buf, "%.2f %s", v / (billions ? 1e9 : 1e6), billions ? "B" : "M");
-  }
-  return buf;
-}
-
-/// The roofline lines printed under the table for a tg row measured with paired probes.
-void print_roofline(const nlohmann::json& r, bool md) {
-  const char* lead = md ? "" : "# ";
-  const double bytes = r["decode_bytes"].get<double>();
-  std::printf("%sroofline %s (%.1f MB read per token: weights and KV cache; probe before and after each repetition):\n",
-              lead, r["test"].get<std::string>().c_str(), bytes / 1e6);
-  const auto& tps = r["samples"];
-  const auto& bw = r["bandwidth_gbs"];
-  for (size_t i = 0; i < tps.size(); ++i) {
-    const double roof = bw[i].get<double>() * 1e9 / bytes;
-    std::printf("%s  %.1f GB/s -> roofline %.1f t/s; measured %.2f t/s = %.0f%%\n", lead,
-                bw[i].get<double>(), roof, tps[i].get<double>(), 100.0 * tps[i].get<double>() / roof);
-  }
-  std::printf("%s  mean %.0f%% ± %.0f%% of the roofline\n", lead, 100.0 * r["roofline_ratio"].get<double>(),
-              100.0 * r["roofline_ratio_stddev"].get<double>());
-}
-
-/// The model column: the file name, then " + lora NAME[:SCALE]" per adapter, so that a run
-/// with adapters is never mistaken for the base's.
+/// The model column: the file name (or the built-in model's), then " + lora NAME[:SCALE]"
+/// per adapter, so that a run with adapters is never mistaken for the base's.
 std::string model_label(const BenchOptions& o, const std::vector<AdapterSpec>& adapters) {
-  std::string s = std::filesystem::path(o.model).filename().string();
+  std::string s = o.model.empty() ? Model::default_model_name() : std::filesystem::path(o.model).filename().string();
   for (const AdapterSpec& a : adapters) {
     s += " + lora " + std::filesystem::path(a.path).filename().string();
     if (a.scale != 1.0f) s += ":" + nlohmann::json(a.scale).dump();
@@ -208,14 +137,60 @@ std::string model_label(const BenchOptions& o, const std::vector<AdapterSpec>& a
   return s;
 }
 
-int run_bench(const BenchOptions& o) {
-  if (o.output != "md" && o.output != "json" && o.output != "csv") {
-    return fail("bench: -o must be md, json or csv");
+/// Bytes one generated token reads: the weights, plus the KV cache cells it attends to
+/// (on average the depth and half of the generated tokens).
+double bytes_per_token(const ModelInfo& info, DType kv_type, int64_t depth, int64_t n_gen) {
+  const double kv_cell = double(info.n_layer) * 2.0 * double(info.n_embd / info.n_head * info.n_head_kv) *
+                         double(dtype_traits(kv_type).type_size);
+  return double(info.decode_bytes) + kv_cell * (double(depth) + double(n_gen) / 2.0);
+}
+
+/// A tg row's roofline fields from its paired probes.
+void add_roofline(nlohmann::json& row, const Samples& r, double bytes, uint64_t cache_bytes) {
+  std::vector<double> gbs, roof, ratio;
+  for (size_t i = 0; i < r.tps.size(); ++i) {
+    gbs.push_back(r.bandwidth[i] / 1e9);
+    roof.push_back(r.bandwidth[i] / bytes);
+    ratio.push_back(r.tps[i] * bytes / r.bandwidth[i]);
   }
-  if (o.model.empty()) {
-    if (!o.bandwidth) return fail("bench: give -m MODEL (or --bandwidth alone)");
-    const double bw = measure_read_bandwidth(o.threads, size_t(1) << 30, 5);
-    std::printf("memory read bandwidth, %d threads: %.1f GB/s\n", o.threads, bw / 1e9);
+  const Stats rs = stats_of(ratio);
+  row["decode_bytes"] = bytes;
+  row["bandwidth_gbs"] = gbs;
+  row["roofline_tokens_per_second"] = roof;
+  row["roofline_ratio"] = rs.mean;
+  row["roofline_ratio_stddev"] = rs.stddev;
+  row["roofline_ratio_samples"] = ratio;
+  row["fits_in_cache"] = cache_bytes > 0 && bytes <= double(cache_bytes);
+}
+
+/// The context for one thread count: large enough for every test of the grid.
+Result<std::unique_ptr<Context>> bench_context(const Model& model, const BenchOptions& o, const Grid& g,
+                                               int64_t threads) {
+  int64_t max_p = 1, max_test = 1, max_d = 0;
+  for (int64_t p : g.prompts) max_p = std::max(max_p, p);
+  for (int64_t n : g.gens) max_test = std::max(max_test, n);
+  for (int64_t d : g.depths) max_d = std::max(max_d, d);
+  max_test = std::max(max_test, max_p);
+  ContextParams cp;
+  cp.n_threads = int(threads);
+  cp.n_ubatch = o.ubatch;
+  cp.n_batch = std::max({max_p, std::min<int64_t>(max_d, 512), int64_t(1)});
+  const int64_t needed = max_d + max_test;
+  cp.n_ctx = o.ctx > 0 ? o.ctx : needed;
+  if (cp.n_ctx < needed) {
+    return Status::error("bench: --ctx-size " + std::to_string(cp.n_ctx) + " is smaller than the test (" +
+                         std::to_string(needed) + " cells with the depth)");
+  }
+  return Context::create(model, cp);
+}
+
+int run_bench(const BenchOptions& o) {
+  if (!is_report_format(o.output)) return fail("bench: -o must be md, csv, json, jsonl or sql, not '" + o.output + "'");
+  Result<Grid> grid = expand(o);
+  if (!grid) return fail("bench: " + grid.status().message());
+  if (o.model.empty() && o.bandwidth) {  // the probe alone
+    const int threads = int(grid->threads.front());
+    print_bandwidth(o.output, threads, measure_read_bandwidth(threads, size_t(1) << 30, 5));
     return 0;
   }
   if (o.memory && o.bandwidth) {
@@ -225,93 +200,49 @@ int run_bench(const BenchOptions& o) {
   Result<ModelParams> mp = model_params(o.lora);
   if (mp) apply_placement(o.placement, *mp);
   if (!mp) return fail(mp.status().message());
-  Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
+  Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, *mp);
   if (!model) return fail(model.status().message());
   const ModelInfo& info = (*model)->info();
-  ContextParams cp;
-  cp.n_threads = o.threads;
-  cp.n_ubatch = o.ubatch;
-  cp.n_batch = std::max({o.n_prompt, std::min(o.depth, 512), 1});
-  const int64_t needed = int64_t(o.depth) + std::max({o.n_prompt, o.n_gen, 1});
-  cp.n_ctx = o.ctx > 0 ? o.ctx : needed;
-  if (cp.n_ctx < needed) {
-    return fail("bench: --ctx-size " + std::to_string(cp.n_ctx) + " is smaller than the test (" +
-                std::to_string(needed) + " cells with the depth)");
-  }
-  Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
-  if (!ctx) return fail(ctx.status().message());
-
-  nlohmann::json rows = nlohmann::json::array();
-  auto add_row = [&](const std::string& test, int n_p, int n_g) -> int {
-    const bool pair = o.bandwidth && n_p == 0;
-    Result<Samples> r = run_test(**ctx, n_p, n_g, o.depth, o.reps, info.n_vocab, pair, o.threads);
-    if (!r) return fail(r.status().message());
-    const Stats s = stats_of(r->tps);
-    nlohmann::json row = {{"model", model_label(o, mp->adapters)},
-                          {"size_bytes", info.weight_bytes}, {"params", info.n_params},
-                          {"threads", o.threads}, {"test", test}, {"reps", o.reps},
-                          {"tokens_per_second", s.mean}, {"stddev", s.stddev}, {"samples", r->tps}};
-    if (o.depth > 0) row["n_depth"] = o.depth;
-    if (pair) {
-      // Bytes per token: the weights, plus the KV cache cells each token reads (on
-      // average the depth and half of the generated tokens).
-      const double kv_cell = double(info.n_layer) * 2.0 * double(info.n_embd / info.n_head * info.n_head_kv) *
-                             double(dtype_traits(cp.kv_type).type_size);
-      const double bytes = double(info.decode_bytes) + kv_cell * (double(o.depth) + n_g / 2.0);
-      std::vector<double> gbs, ratio;
-      for (size_t i = 0; i < r->tps.size(); ++i) {
-        gbs.push_back(r->bandwidth[i] / 1e9);
-        ratio.push_back(r->tps[i] * bytes / r->bandwidth[i]);
+  BenchReport report;
+  report.cache_bytes = last_level_cache_bytes();
+  for (const int64_t threads : grid->threads) {
+    Result<std::unique_ptr<Context>> ctx = bench_context(**model, o, *grid, threads);
+    if (!ctx) return fail(ctx.status().message());
+    auto add_row = [&](int64_t n_p, int64_t n_g, int64_t depth) -> Status {
+      const bool pair = o.bandwidth && n_p == 0;
+      Result<Samples> r = run_test(**ctx, int(n_p), int(n_g), int(depth), o.reps, info.n_vocab, pair, int(threads));
+      if (!r) return r.status();
+      const Stats s = stats_of(r->tps);
+      const std::string at = depth > 0 ? " @ d" + std::to_string(depth) : "";
+      nlohmann::json row = {{"model", model_label(o, mp->adapters)},
+                            {"size_bytes", info.weight_bytes}, {"params", info.n_params},
+                            {"threads", threads}, {"n_prompt", n_p}, {"n_gen", n_g}, {"n_depth", depth},
+                            {"test", (n_p > 0 ? "pp" + std::to_string(n_p) : "tg" + std::to_string(n_g)) + at},
+                            {"reps", o.reps}, {"tokens_per_second", s.mean}, {"stddev", s.stddev},
+                            {"samples", r->tps}};
+      if (pair) add_roofline(row, *r, bytes_per_token(info, DType::F16, depth, n_g), report.cache_bytes);
+      report.rows.push_back(std::move(row));
+      return Status::ok();
+    };
+    for (const int64_t depth : grid->depths) {
+      for (const int64_t p : grid->prompts) {
+        if (p > 0) {
+          if (Status st = add_row(p, 0, depth); !st) return fail(st.message());
+        }
       }
-      const Stats rs = stats_of(ratio);
-      row["decode_bytes"] = bytes;
-      row["bandwidth_gbs"] = gbs;
-      row["roofline_ratio"] = rs.mean;
-      row["roofline_ratio_stddev"] = rs.stddev;
-      row["roofline_ratio_samples"] = ratio;
-    }
-    rows.push_back(row);
-    return 0;
-  };
-  const std::string at = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
-  if (o.n_prompt > 0 && add_row("pp" + std::to_string(o.n_prompt) + at, o.n_prompt, 0) != 0) return 1;
-  if (o.n_gen > 0 && add_row("tg" + std::to_string(o.n_gen) + at, 0, o.n_gen) != 0) return 1;
-
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const double peak_mib = double(usage.ru_maxrss) / 1024.0;
-  if (o.output == "json") {
-    nlohmann::json out = {{"results", rows}};
-    if (o.memory) out["peak_rss_mib"] = peak_mib;
-    std::printf("%s\n", out.dump(2).c_str());
-    return 0;
-  }
-  const bool md = o.output == "md";
-  std::printf(md ? "| model | size | params | threads | test | t/s |\n|---|---:|---:|---:|---:|---:|\n"
-                 : "model,size_bytes,params,threads,test,tokens_per_second,stddev\n");
-  for (const auto& r : rows) {
-    const std::string name = r["model"];
-    const double size = double(r["size_bytes"].get<uint64_t>());
-    if (md) {
-      const double params = double(r["params"].get<uint64_t>());
-      std::printf("| %s | %s | %s | %d | %s | %.2f ± %.2f |\n", name.c_str(), human(size, true).c_str(),
-                  human(params, false).c_str(), o.threads,
-                  r["test"].get<std::string>().c_str(), r["tokens_per_second"].get<double>(),
-                  r["stddev"].get<double>());
-    } else {
-      std::printf("%s,%.0f,%llu,%d,%s,%.3f,%.3f\n", name.c_str(), size,
-                  static_cast<unsigned long long>(r["params"].get<uint64_t>()), o.threads,
-                  r["test"].get<std::string>().c_str(), r["tokens_per_second"].get<double>(),
-                  r["stddev"].get<double>());
+      for (const int64_t n : grid->gens) {
+        if (n > 0) {
+          if (Status st = add_row(0, n, depth); !st) return fail(st.message());
+        }
+      }
     }
   }
-  if (o.memory) std::printf("%speak RSS: %.1f MiB\n", md ? "\n" : "# ", peak_mib);
-  for (const auto& r : rows) {
-    if (r.contains("roofline_ratio")) {
-      if (md) std::printf("\n");
-      print_roofline(r, md);
-    }
+  if (o.memory) {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    report.peak_rss_mib = double(usage.ru_maxrss) / 1024.0;
   }
+  print_report(o.output, report);
   return 0;
 }
 
@@ -321,27 +252,35 @@ Command add_bench(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "bench", "Measure prompt processing (pp) and generation (tg) speed in tokens/s, as llama-bench");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->check(CLI::ExistingFile);
+  cmd->description(cmd->get_description() +
+                   ". -p, -n, -t and -d take lists, as llama-bench: 128,512 (or the flag given again), ranges "
+                   "FIRST-LAST, FIRST-LAST+STEP, FIRST-LAST*FACTOR; every combination is a test.");
+  cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
-  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens in one batch (0: skip pp)")->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("-n,--n-gen", o->n_gen, "tokens generated one by one (0: skip tg)")->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens in one batch (0: skip pp)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-n,--n-gen", o->n_gen, "tokens generated one by one (0: skip tg)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "CPU threads (default: the machine's cores)")->delimiter(',');
   cmd->add_option("--ubatch", o->ubatch,
                   "tokens per forward pass within the pp batch (default: all of it; across MPI ranks a sixteenth, at "
                   "least 32, so that the ranks work on different parts at once)")
       ->check(CLI::Range(0, 65536));
-  cmd->add_option("-c,--ctx-size", o->ctx, "KV cache cells (default: the larger of p and n)")
+  cmd->add_option("-c,--ctx-size", o->ctx, "KV cache cells (default: the largest test with its depth)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
   cmd->add_option("-d,--n-depth", o->depth, "tokens already in the context when each test starts (decoded untimed)")
-      ->check(CLI::Range(0, 1 << 20));
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test (after one warm-up)")->check(CLI::Range(1, 1000));
-  cmd->add_option("-o,--output", o->output, "output format: md, json or csv");
+  cmd->add_option("-o,--output", o->output, "output format: md, csv, json, jsonl or sql")->capture_default_str();
   cmd->add_flag("--memory", o->memory, "also report the peak resident memory");
   cmd->add_flag("--bandwidth", o->bandwidth,
-                "alone: measure memory read bandwidth; with -m: bracket each tg repetition with "
-                "bandwidth probes and report tg against its roofline (bandwidth / weight bytes "
-                "read per token); not with --memory");
+                "without -m: measure memory read bandwidth only; with -m: bracket each tg repetition with "
+                "bandwidth probes and report tg against its roofline (bandwidth / bytes read per token), saying "
+                "when those bytes fit in the CPU's cache; not with --memory");
   return {cmd, [o] { return run_bench(*o); }};
 }
 
