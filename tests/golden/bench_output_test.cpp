@@ -88,6 +88,16 @@ TEST(BenchOutput, JsonCarriesTheRooflineAndJsonlIsOneObjectPerLine) {
   EXPECT_EQ(n, 2) << l.out;
 }
 
+// Without -m (and without --bandwidth), the built-in model is measured, and named.
+TEST(BenchOutput, WithoutAModelTheBuiltInOneIsMeasured) {
+  const CliOutput o = test::run_tessera("bench -p 4 -n 2 -r 1 -t 1 -o json");
+  ASSERT_EQ(o.status, 0) << o.err;
+  const json j = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << o.out;
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["model"], "tessera-kjv-6m-q8_0.gguf");
+}
+
 TEST(BenchOutput, BandwidthAloneInEveryFormat) {
   const CliOutput j = test::run_tessera("bench --bandwidth -t 1 -o json");
   ASSERT_EQ(j.status, 0) << j.err;
