@@ -42,7 +42,7 @@ void log(LogLevel level, const char* fmt, ...) {
   if (g_sink) {
     g_sink(level, buf);
   } else {
-    std::fprintf(stderr, "tessera %s: %s\n", level_tag(level), buf);
+    std::fprintf(stderr, "tessera: %s: %s\n", level_tag(level), buf);  // as the tools write theirs
   }
 }
 

@@ -34,6 +34,13 @@ Command add_train(CLI::App& app);
 Command add_lora_merge(CLI::App& app);
 Command add_finetune(CLI::App& app);
 
+/// The exit statuses of `tessera` (README, "Exit status"): 0 success, 1 an error while
+/// running (a file, the model, a request), 2 a usage error (flags, arguments), 130 stopped
+/// by SIGINT (Ctrl-C).
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInterrupted = 130;
+
 /// Prints "tessera: <message>" to stderr and returns the exit status for errors (1).
 int fail(const std::string& message);
 /// A sane default thread count: the machine's cores.

@@ -15,7 +15,7 @@ namespace tessera::cli {
 int fail(const std::string& message) {
   std::fflush(stdout);
   std::fprintf(stderr, "tessera: %s\n", message.c_str());
-  return 1;
+  return kExitError;
 }
 
 int default_threads() {
@@ -57,15 +57,23 @@ int main(int argc, char** argv) {
                                          add_chat(app), add_perplexity(app), add_serve(app),
                                          add_train(app), add_finetune(app), add_lora_merge(app)};
 
-  // One line per error, naming the problem; CLI11's own words after our prefix.
+  // -v/--verbose is the program's, and may also follow the subcommand (tessera run -v ...):
+  // options a subcommand does not know fall through to the program.
+  for (const Command& c : commands) c.app->fallthrough();
+  // One line per error, naming the problem (CLI11's own words after our prefix) and the
+  // help that lists the flags involved: the subcommand's when there is one.
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
-    return "tessera: " + std::string(e.what()) + " (see 'tessera " +
-           (a->get_parent() ? a->get_name() + " " : std::string()) + "--help')\n";
+    std::string help = "tessera --help";
+    for (const CLI::App* sub : a->get_subcommands()) help = "tessera " + sub->get_name() + " --help";
+    return "tessera: " + std::string(e.what()) + " (see '" + help + "')\n";
   });
   if (argc >= 2 && argv[1][0] != '-') {
     bool known = false;
     for (const Command& c : commands) known = known || c.app->get_name() == argv[1];
-    if (!known) return fail(std::string("unknown subcommand '") + argv[1] + "' (see 'tessera --help')");
+    if (!known) {
+      fail(std::string("unknown subcommand '") + argv[1] + "' (see 'tessera --help')");
+      return kExitUsage;
+    }
   }
   // Multi-letter short flags that CLI11 cannot declare (llama.cpp's spellings).
   static char parallel_flag[] = "--parallel";
@@ -77,11 +85,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2 (CLI11's own codes,
+    // 105-114, say which check failed, which no caller can act on).
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kExitUsage;
   }
   tessera::set_log_level(verbose ? tessera::LogLevel::Info : tessera::LogLevel::Warn);
   for (const Command& c : commands) {
     if (c.app->parsed()) return c.run();
   }
-  return fail("no subcommand given (see --help)");
+  fail("no subcommand given (see 'tessera --help')");
+  return kExitUsage;
 }
