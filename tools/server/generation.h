@@ -24,6 +24,8 @@ struct TokenInfo {
   float logprob = 0;
   std::vector<serving::TokenLogprob> top;
   size_t text_offset = 0;  // bytes of the choice's text before this token's
+  float prob = 0;          // post_sampling_probs: its probability after the sampler chain
+  std::vector<serving::TokenProb> top_probs = {};  // and the candidates the chain left
 };
 
 struct ChoiceOutput {

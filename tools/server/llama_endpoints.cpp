@@ -26,7 +26,8 @@ json sampling_json(const serving::GenerationRequest& r) {
           {"presence_penalty", p.presence_penalty}, {"frequency_penalty", p.frequency_penalty},
           {"mirostat", p.mirostat}, {"mirostat_tau", p.mirostat_tau}, {"mirostat_eta", p.mirostat_eta},
           {"seed", p.seed}, {"ignore_eos", r.ignore_eos}, {"stop", r.stop}, {"n_probs", r.n_probs},
-          {"cache_prompt", r.cache_prompt}, {"grammar", r.grammar != nullptr}};
+          {"cache_prompt", r.cache_prompt}, {"grammar", r.grammar != nullptr},
+          {"post_sampling_probs", r.post_sampling_probs}};
 }
 
 /// llama-server's /props `default_generation_settings.params`: the request defaults
@@ -71,12 +72,20 @@ json timings_json(const serving::Usage& u, serving::Clock::time_point end, int64
           {"predicted_per_second", per_second(predicted_ms, predicted_n)}};
 }
 
-json probability_json(const TokenInfo& t, const Tokenizer& tok) {
+/// One entry of `completion_probabilities`: the log-probabilities of the raw logits
+/// (`logprob`, `top_logprobs`), or with post_sampling_probs the probabilities after the
+/// sampler chain (`prob`, `top_probs`), as llama-server names them.
+json probability_json(const TokenInfo& t, const Tokenizer& tok, bool post_sampling) {
   json top = json::array();
-  for (const serving::TokenLogprob& alt : t.top) {
-    const std::string piece = tok.token_to_piece(alt.token);
-    top.push_back({{"id", alt.token}, {"token", piece}, {"logprob", alt.logprob}, {"bytes", bytes_json(piece)}});
+  const auto entry = [&](TokenId id, const char* key, float value) {
+    const std::string piece = tok.token_to_piece(id);
+    top.push_back({{"id", id}, {"token", piece}, {key, value}, {"bytes", bytes_json(piece)}});
+  };
+  if (post_sampling) {
+    for (const serving::TokenProb& alt : t.top_probs) entry(alt.token, "prob", alt.prob);
+    return {{"id", t.token}, {"token", t.piece}, {"prob", t.prob}, {"bytes", bytes_json(t.piece)}, {"top_probs", top}};
   }
+  for (const serving::TokenLogprob& alt : t.top) entry(alt.token, "logprob", alt.logprob);
   return {{"id", t.token}, {"token", t.piece}, {"logprob", t.logprob}, {"bytes", bytes_json(t.piece)},
           {"top_logprobs", top}};
 }
@@ -115,7 +124,9 @@ json completion_final(const ServerContext& ctx, const Job& job, size_t prompt, c
             {"stopped_limit", !stop || timed_out}, {"stopping_word", c.stop_word}, {"timings", timings_json(u, u.finished, u.completion_tokens)}};
   if (job.request.n_probs > 0) {
     json probs = json::array();
-    for (const TokenInfo& t : c.tokens) probs.push_back(probability_json(t, ctx.tokenizer()));
+    for (const TokenInfo& t : c.tokens) {
+      probs.push_back(probability_json(t, ctx.tokenizer(), job.request.post_sampling_probs));
+    }
     r["completion_probabilities"] = probs;
   }
   return job.response_fields.empty() ? r : select_response_fields(r, job.response_fields);
@@ -138,8 +149,8 @@ class LlamaStream : public SseFormatter {
         frame["timings"] = timings_json(run_->usage(0), serving::Clock::now(), int64_t(choice_[0].tokens.size()));
       }
       if (job_.request.n_probs > 0) {
-        frame["completion_probabilities"] =
-            json::array({probability_json(TokenInfo{e.token, e.piece, e.logprob.logprob, e.top, 0}, ctx_.tokenizer())});
+        frame["completion_probabilities"] = json::array(
+            {probability_json(choice_[0].tokens.back(), ctx_.tokenizer(), job_.request.post_sampling_probs)});
       }
       return sse_frame(frame);
     }

@@ -171,6 +171,7 @@ void decode_logprobs(const Fields& body, Dialect dialect, serving::GenerationReq
   } else {
     r.n_probs = int(body.integer("n_probs", 0, max_probs).value_or(0));
     r.logprobs = r.n_probs > 0;
+    r.post_sampling_probs = body.boolean("post_sampling_probs").value_or(false);
   }
 }
 
