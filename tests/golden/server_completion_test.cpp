@@ -1,8 +1,9 @@
 // llama-server's /completion behaviours over real HTTP against `tessera serve`
-// (docs/server.md): post_sampling_probs.
+// (docs/server.md): post_sampling_probs, a stream of several prompts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -161,6 +162,64 @@ TEST_F(ServerHttpCompletion, PostSamplingProbsInTheStreamMatchTheFinalObject) {
   }
   EXPECT_EQ(streamed, plain);  // the same seed: the same tokens and probabilities
   for (const json& t : streamed) check_post_sampling_entry(t, 6, 4);
+}
+
+/// The frames of a /completion stream by prompt index: every frame has one, and each
+/// index ends with exactly one final frame (stop: true), after its last token frame.
+std::map<int, std::vector<json>> frames_by_index(const std::string& text, std::vector<int>* order) {
+  bool done = false;
+  std::map<int, std::vector<json>> out;
+  for (const json& f : test::sse_chunks(text, &done)) {
+    EXPECT_TRUE(f.contains("index") && f["index"].is_number_integer()) << f;
+    const int i = f.value("index", -1);
+    if (!out[i].empty()) {
+      EXPECT_FALSE(out[i].back()["stop"].get<bool>()) << "a frame after index " << i << "'s final one: " << f;
+    }
+    out[i].push_back(f);
+    order->push_back(i);
+  }
+  EXPECT_FALSE(done) << "/completion streams end without [DONE]";
+  for (const auto& [i, frames] : out) {
+    EXPECT_TRUE(frames.back()["stop"].get<bool>()) << "index " << i << " has no final frame";
+  }
+  return out;
+}
+
+TEST_F(ServerHttpCompletion, SeveralPromptsStreamWithTheirIndex) {
+  Api a = api();
+  const std::vector<std::string> prompts = {"Once upon a time", "The cat sat on", "A dog"};
+  json body = {{"prompt", prompts}, {"n_predict", 8}, {"temperature", 0}, {"ignore_eos", true}, {"cache_prompt", false}};
+  const Reply plain = a.post("/completion", body);
+  ASSERT_EQ(plain.status, 200) << plain.text;
+  ASSERT_TRUE(plain.body.is_array() && plain.body.size() == prompts.size()) << plain.text;
+  body["stream"] = true;
+  const Reply s = a.post("/completion", body);
+  ASSERT_EQ(s.status, 200) << s.text;
+  std::vector<int> order;
+  const std::map<int, std::vector<json>> frames = frames_by_index(s.text, &order);
+  ASSERT_EQ(frames.size(), prompts.size()) << s.text;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(frames.count(int(i))) << s.text;
+    const std::vector<json>& f = frames.at(int(i));
+    std::string content;
+    for (const json& frame : f) content += frame["content"].get<std::string>();
+    const json& want = plain.body[i];
+    EXPECT_EQ(content, want["content"]) << i;
+    const json& last = f.back();
+    for (const char* k : {"tokens_predicted", "tokens_evaluated", "tokens_cached", "stop_type", "stopped_eos",
+                          "stopped_limit", "stopped_word", "truncated", "has_new_line", "index"}) {
+      EXPECT_EQ(last[k], want[k]) << i << " " << k << ": " << last;
+    }
+  }
+  // The prompts run together: a frame of another prompt comes before prompt 0's last.
+  const auto last0 = std::find(order.rbegin(), order.rend(), 0);
+  EXPECT_NE(std::find(order.begin(), last0.base(), 1), last0.base()) << s.text;
+
+  // One prompt streamed says its index too.
+  const Reply one = a.post("/completion", json{{"prompt", "Once"}, {"n_predict", 3}, {"stream", true}});
+  std::vector<int> one_order;
+  EXPECT_EQ(frames_by_index(one.text, &one_order).size(), 1u) << one.text;
+  EXPECT_EQ(one_order.front(), 0);
 }
 
 }  // namespace

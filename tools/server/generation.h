@@ -50,6 +50,8 @@ class JobRun {
   std::vector<serving::Event> poll(std::chrono::milliseconds wait);
   /// True once every prompt delivered Done.
   bool done() const;
+  /// True once prompt `i` delivered Done (its usage is then final).
+  bool done(size_t i) const { return done_[i]; }
   void cancel();
   /// True when --timeout cancelled the job (its choices then end as "length").
   bool timed_out() const { return timed_out_; }
