@@ -1,5 +1,6 @@
-// llama-server's /completion behaviours over real HTTP against `tessera serve`
-// (docs/server.md): post_sampling_probs, a stream of several prompts.
+// llama-server's /completion and /infill behaviours over real HTTP against `tessera
+// serve` (docs/server.md): post_sampling_probs, a stream of several prompts, and an
+// /infill prompt cut to fit the batch and the context.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -220,6 +221,133 @@ TEST_F(ServerHttpCompletion, SeveralPromptsStreamWithTheirIndex) {
   std::vector<int> one_order;
   EXPECT_EQ(frames_by_index(one.text, &one_order).size(), 1u) << one.text;
   EXPECT_EQ(one_order.front(), 0);
+}
+
+// ---- /infill cut to fit -------------------------------------------------------------
+
+/// The ids of `text` on `a`'s model: special-token texts parsed or not, no BOS.
+std::vector<int> ids_of(Api& a, const std::string& text, bool special) {
+  const Reply r = a.post("/tokenize", json{{"content", text}, {"parse_special", special}});
+  EXPECT_EQ(r.status, 200) << r.text;
+  return r.body["tokens"].get<std::vector<int>>();
+}
+
+std::vector<int> concat(std::vector<int> a, const std::vector<int>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+std::vector<int> last(const std::vector<int>& v, size_t n) {
+  return {v.end() - std::ptrdiff_t(std::min(n, v.size())), v.end()};
+}
+std::vector<int> first(const std::vector<int>& v, size_t n) {
+  return {v.begin(), v.begin() + std::ptrdiff_t(std::min(n, v.size()))};
+}
+
+/// The texts of an /infill request, and their tokens on one model (neither vocabulary
+/// of the tests has a file separator llama.cpp knows, nor adds BOS: see
+/// InfillLaysOutTheFimTokensAsLlamaServer).
+struct Infill {
+  std::string prefix, typed, suffix, extra;
+  std::vector<int> t_extra, t_prefix, t_typed, t_suffix, pre, suf, mid;
+
+  Infill(Api& a, const std::string& repo, int lines) {
+    for (int i = 0; i < lines; ++i) {
+      const std::string n = std::to_string(i);
+      prefix.append("x").append(n).append(" = add(").append(n).append(", 1)\n");
+      if (i % 2 == 1) continue;
+      suffix.append("\nprint(add(").append(n).append(", 2))");
+      extra.append("y").append(n).append(" = 1\n");
+    }
+    prefix += "def add(a, b):\n    return ";
+    typed = "a";
+    if (!repo.empty()) t_extra = concat(ids_of(a, repo, true), ids_of(a, "myproject\n", false));
+    t_extra = concat(concat(t_extra, ids_of(a, "\n\n--- snippet ---\n\n", false)), ids_of(a, extra, false));
+    t_prefix = ids_of(a, prefix, false);
+    t_typed = ids_of(a, typed, false);
+    t_suffix = ids_of(a, suffix, false);
+    pre = ids_of(a, "<fim_prefix>", true);
+    suf = ids_of(a, "<fim_suffix>", true);
+    mid = ids_of(a, "<fim_middle>", true);
+  }
+
+  json body(int n_predict) const {
+    return {{"input_prefix", prefix}, {"input_suffix", suffix}, {"prompt", typed},
+            {"input_extra", {{{"filename", "util.py"}, {"text", extra}}}}, {"n_predict", n_predict},
+            {"temperature", 0}, {"return_tokens", true}};
+  }
+
+  /// The layout with `extra` before the FIM tokens, `before` after FIM_PRE, `suffix` after FIM_SUF.
+  std::vector<int> layout(const std::vector<int>& e, const std::vector<int>& before, const std::vector<int>& s) const {
+    return concat(concat(concat(concat(concat(e, pre), before), suf), s), mid);
+  }
+};
+
+/// `infill` answers as /completion does with `expected` as its prompt, cut (truncated).
+void expect_same_as_completion(Api& a, const Reply& infill, const std::vector<int>& expected, const std::string& what) {
+  ASSERT_EQ(infill.status, 200) << what << ": " << infill.text;
+  EXPECT_EQ(infill.body["truncated"], true) << what << ": " << infill.text;
+  EXPECT_EQ(infill.body["tokens_evaluated"], expected.size()) << what << ": " << infill.text;
+  const Reply same = a.post("/completion", json{{"prompt", expected}, {"n_predict", 4}, {"temperature", 0},
+                                                {"return_tokens", true}});
+  ASSERT_EQ(same.status, 200) << same.text;
+  EXPECT_EQ(infill.body["tokens"], same.body["tokens"]) << what;
+  EXPECT_EQ(infill.body["content"], same.body["content"]) << what;
+}
+
+/// -b 64 -c 128 -n 20: llama-server's cuts. The prefix keeps its last 3 * (64 / 4) = 48
+/// tokens, the suffix its first 64 / 4 - (2 + typed) tokens, the extra context its last
+/// 128 - 64 - 2 * 20 = 24; the result fits, so nothing more is cut.
+void check_batch_cuts(const std::string& model, const std::string& repo) {
+  std::string error;
+  auto server = ServerProcess::start({"-m", model, "-t", "2", "-np", "1", "-b", "64", "-c", "128", "-n", "20"}, &error);
+  ASSERT_TRUE(server) << error;
+  Api a(server->port(), "");
+  const Infill in(a, repo, 12);
+  ASSERT_GT(in.t_prefix.size(), 48u);
+  ASSERT_GT(in.t_suffix.size(), 16u);
+  ASSERT_GT(in.t_extra.size(), 24u);
+  const std::vector<int> expected =
+      in.layout(last(in.t_extra, 24), concat(last(in.t_prefix, 48), in.t_typed), first(in.t_suffix, 16 - 2 - in.t_typed.size()));
+  ASSERT_LT(expected.size(), 128u);
+  expect_same_as_completion(a, a.post("/infill", in.body(4)), expected, model);
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+/// -c 96 (-b 512): llama-server's cuts leave no extra context (96 - 512 + 2 < 0) and keep
+/// the prefix and suffix (under 384 and 126 tokens), which still do not fit: the prompt
+/// is cut to half the context, 48 tokens: 3 FIM tokens, a quarter of the other 45 (11)
+/// for the start of the suffix, the rest (34) for the end of the prefix and typed text.
+void check_context_cuts(const std::string& model, const std::string& repo) {
+  std::string error;
+  auto server = ServerProcess::start({"-m", model, "-t", "2", "-np", "1", "-c", "96"}, &error);
+  ASSERT_TRUE(server) << error;
+  Api a(server->port(), "");
+  const Infill in(a, repo, 10);
+  ASSERT_GT(in.t_prefix.size() + in.t_suffix.size(), 96u);
+  ASSERT_GT(in.t_suffix.size(), 11u);
+  const std::vector<int> expected = in.layout({}, last(concat(in.t_prefix, in.t_typed), 34), first(in.t_suffix, 11));
+  expect_same_as_completion(a, a.post("/infill", in.body(4)), expected, model);
+
+  // A short one is not cut (refact's repository line does go, as llama-server drops the
+  // extra context when the context is smaller than a batch, but it is not the request's).
+  const Reply small = a.post("/infill", json{{"input_prefix", "def f():\n"}, {"input_suffix", "\n"}, {"n_predict", 2}});
+  ASSERT_EQ(small.status, 200) << small.text;
+  EXPECT_EQ(small.body["truncated"], false) << small.text;
+  EXPECT_EQ(server->stop(), 0) << server->log();
+}
+
+TEST(ServerHttpInfill, TooLongForTheBatchIsCutAsLlamaServerCutsIt) {
+  TESSERA_REQUIRE_SHARED(starcoder, "archs/models/starcoder.gguf");
+  check_batch_cuts(starcoder, "");
+  TESSERA_REQUIRE_SHARED(refact, "archs/models/refact.gguf");
+  check_batch_cuts(refact, "<reponame>");
+}
+
+TEST(ServerHttpInfill, TooLongForTheContextIsCutToHalfOfIt) {
+  TESSERA_REQUIRE_SHARED(starcoder, "archs/models/starcoder.gguf");
+  check_context_cuts(starcoder, "");
+  TESSERA_REQUIRE_SHARED(refact, "archs/models/refact.gguf");
+  check_context_cuts(refact, "<reponame>");
 }
 
 }  // namespace

@@ -65,6 +65,12 @@ void chat_prompt(const std::vector<ChatMessage>& messages, const ServerContext& 
   job.dropped_messages = fit.dropped_messages;
 }
 
+/// What /infill's prompt is fitted to: the engine's batch budget and sequence, the
+/// server's -n.
+InfillBudget infill_budget(const ServerContext& ctx) {
+  return {ctx.engine->params().batch_budget, ctx.seq_ctx(), ctx.options.n_predict.value_or(-1)};
+}
+
 /// Completion prompts too long for a sequence, cut as llama-server cuts them: the first
 /// `n_keep` tokens (default 0; -1: as many as may be), then the end.
 void truncate_prompts(const Fields& body, const ServerContext& ctx, Job& job) {
@@ -258,11 +264,15 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
   const Fields body(body_json);
   Job job;
   std::vector<ChatMessage> messages;
+  InfillPrompt infill;
   switch (dialect) {
     case Dialect::Chat: messages = decode_messages(body); break;
     case Dialect::Completion: job.prompts = completion_prompts(body, ctx); break;
     case Dialect::Llama: job.prompts = llama_prompt(body, ctx); break;
-    case Dialect::Infill: job.prompts = {infill_prompt(body, ctx.tokenizer())}; break;
+    case Dialect::Infill:
+      infill = infill_prompt(body, ctx.tokenizer(), infill_budget(ctx));
+      job.prompts = {std::move(infill.tokens)};
+      break;
   }
   decode_stream(body, job);
   if (dialect == Dialect::Chat || dialect == Dialect::Completion) {
@@ -276,6 +286,7 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
   decode_generation_fields(body, dialect, ctx, job.request);
   if (dialect != Dialect::Chat) {
     truncate_prompts(body, ctx, job);
+    if (infill.truncated) job.prompt_truncated.at(0) = true;
   } else {
     chat_prompt(messages, ctx, job);
     const std::string_view marker = ctx.chat_template->end_marker();
