@@ -106,6 +106,16 @@ class SamplerStep {
   virtual void reset() {}
   /// True when nothing may follow (a grammar that is complete).
   virtual bool done() const { return false; }
+  /// True for a final step that takes the largest logit (greedy): the distribution it
+  /// picks from has all its mass on that token.
+  virtual bool greedy() const { return false; }
+};
+
+/// The distribution a chain picked its token from (llama-server's "post-sampling
+/// probabilities"): the candidates its steps left, softmaxed after temperature.
+struct PickedFrom {
+  float p_chosen = 0.0f;       // the chosen token's probability
+  std::vector<Candidate> top;  // the most likely candidates, most likely first; none of p = 0
 };
 
 /// What a chain built by SamplerChain::create does. Neutral values switch a step off.
@@ -151,6 +161,11 @@ class SamplerChain {
   /// Does not accept it: call accept(). Errors: no step chose a token, or every token
   /// was forbidden (all -inf, e.g. by a grammar).
   Result<TokenId> sample(std::span<const float> logits);
+  /// As sample(), and also the distribution the token was picked from, with at most
+  /// `n_top` of its most likely candidates. A greedy pick (temperature <= 0) has all the
+  /// mass on the chosen token, as llama.cpp's temperature 0 leaves only the largest
+  /// logit. Costs a softmax over the candidates left (which a draw has done already).
+  Result<TokenId> sample(std::span<const float> logits, size_t n_top, PickedFrom& from);
   /// Runs every step on `c` (for callers that build their own candidates).
   void apply(Candidates& c);
   /// Feeds the chosen token to every step (history, grammar state, mirostat).
@@ -165,6 +180,9 @@ class SamplerChain {
   std::vector<std::string> names() const;
 
  private:
+  /// Runs every step on `c` and checks that an allowed token was chosen.
+  Status pick(Candidates& c);
+
   std::vector<std::unique_ptr<SamplerStep>> steps_;
 };
 

@@ -57,6 +57,9 @@ struct GenerationRequest {
   bool ignore_eos = false;   // end-of-generation tokens are forbidden (logit -inf)
   int n_probs = 0;           // top log-probabilities reported per token, 0 .. kMaxProbs
   bool logprobs = false;     // report each token's log-probability
+  // With n_probs > 0: report instead the probabilities after the sampler chain (the
+  // candidates it left, renormalised after temperature; llama-server's post_sampling_probs).
+  bool post_sampling_probs = false;
   bool cache_prompt = true;  // reuse a cached prefix, and leave this request's cells cached
   // Embedding requests decode the prompt and return one pooled vector; nothing is
   // generated. Needs EngineParams::embeddings.
@@ -78,6 +81,12 @@ struct TokenLogprob {
   float logprob = 0.0f;  // log-softmax of the model's logits (before any sampler step)
 };
 
+/// A token and its probability after the sampler chain.
+struct TokenProb {
+  TokenId token = 0;
+  float prob = 0.0f;
+};
+
 /// One event of a request's stream.
 struct Event {
   enum class Kind {
@@ -95,6 +104,11 @@ struct Event {
                       // released with a later event, or dropped when it was the stop
   TokenLogprob logprob;             // with GenerationRequest::logprobs
   std::vector<TokenLogprob> top;    // n_probs most likely tokens, most likely first
+  // With GenerationRequest::post_sampling_probs (instead of logprob and top): the chosen
+  // token's probability after the sampler chain, and up to n_probs of the candidates the
+  // chain left, most likely first (fewer when fewer had a probability above 0).
+  float prob = 0.0f;
+  std::vector<TokenProb> top_probs;
   FinishReason finish = FinishReason::Stop;
   std::string stop_word;  // ChoiceDone: the stop string that ended it ("" otherwise: an
                           // end-of-generation token, a complete grammar, a limit)

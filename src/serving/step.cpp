@@ -236,7 +236,10 @@ void EngineImpl::after_decode(const Batch& batch) {
 void EngineImpl::sample_choice(Running& r, Choice& c) {
   const std::span<const float> logits = ctx_->logits_at(c.batch_index);
   c.batch_index = -1;
-  Result<TokenId> t = c.sampler.sample(logits);
+  const bool post_sampling = r.req.post_sampling_probs && r.req.n_probs > 0;
+  PickedFrom from;
+  Result<TokenId> t =
+      post_sampling ? c.sampler.sample(logits, size_t(r.req.n_probs), from) : c.sampler.sample(logits);
   if (!t) return finish_choice(r, c, FinishReason::Error, t.status().message());
   if (Status s = c.sampler.accept(*t); !s) return finish_choice(r, c, FinishReason::Error, s.message());
   if (tok_.is_eog(*t)) return finish_choice(r, c, FinishReason::Stop);
@@ -247,7 +250,12 @@ void EngineImpl::sample_choice(Running& r, Choice& c) {
   e.choice = c.index;
   e.token = *t;
   e.piece = tok_.token_to_piece(*t);
-  if (r.req.logprobs || r.req.n_probs > 0) fill_logprobs(logits, *t, r.req.n_probs, e);
+  if (post_sampling) {
+    e.prob = from.p_chosen;
+    for (const Candidate& alt : from.top) e.top_probs.push_back({alt.id, alt.p});
+  } else if (r.req.logprobs || r.req.n_probs > 0) {
+    fill_logprobs(logits, *t, r.req.n_probs, e);
+  }
   const StopStrings::Released out = c.stops.push(c.decoder->push(*t));
   e.text = out.text;
   if (!r.delivered_first) {

@@ -322,6 +322,7 @@ void check_infill_layout(const std::string& model, const std::string& repo) {
                                               {"return_tokens", true}});
   ASSERT_EQ(infill.status, 200) << infill.text;
   EXPECT_EQ(infill.body["tokens_evaluated"], expected.size()) << infill.text;
+  EXPECT_EQ(infill.body["truncated"], false) << infill.text;  // nothing cut
   const Reply same = a.post("/completion", json{{"prompt", expected}, {"n_predict", 6}, {"temperature", 0},
                                                 {"return_tokens", true}});
   ASSERT_EQ(same.status, 200) << same.text;

@@ -321,6 +321,50 @@ TEST(ServingEngine, LogprobsAndLengthLimit) {
   EXPECT_EQ(events[events.size() - 2].finish, FinishReason::Length);
 }
 
+TEST(ServingEngine, PostSamplingProbsAreTheChainsCandidatesAndLeaveTheDrawAsItIs) {
+  const Model* m = test::shared_model("stories260K.gguf");
+  if (!m) GTEST_SKIP() << "shared file absent: models/stories260K.gguf";
+  GenerationRequest r = greedy(*m->tokenizer(), kPrompts[1], 12);
+  r.ignore_eos = true;
+  r.sampling.temperature = 1.0f;
+  r.sampling.top_k = 3;
+  r.sampling.top_p = 1.0f;
+  r.sampling.min_p = 0.0f;
+  r.sampling.seed = 17;
+  r.n_probs = 5;
+  r.logprobs = true;
+  const Outcome plain = alone(*m, r);
+  r.post_sampling_probs = true;
+  EngineParams p;  // as alone()'s
+  p.n_parallel = 1;
+  p.prefix_cache = false;
+  p.n_ctx_per_seq = 256;
+  std::unique_ptr<Engine> e = make_engine(*m, p);
+  Submitted s = e->submit(r);
+  ASSERT_NE(s.stream, nullptr) << s.message;
+  for (int i = 0; i < 1000 && !s.stream->done(); ++i) e->step();
+  std::vector<TokenId> tokens;
+  for (const Event& ev : s.stream->wait(std::chrono::milliseconds(0))) {
+    if (ev.kind != Event::Kind::Token) continue;
+    tokens.push_back(ev.token);
+    EXPECT_TRUE(ev.top.empty());  // the raw logits' log-probabilities are not computed
+    ASSERT_EQ(ev.top_probs.size(), 3u);  // the three top-k left, all listed
+    float sum = 0;
+    bool chosen = false;
+    for (const TokenProb& t : ev.top_probs) {
+      sum += t.prob;
+      if (t.token != ev.token) continue;
+      chosen = true;
+      EXPECT_EQ(t.prob, ev.prob);
+    }
+    EXPECT_TRUE(chosen);
+    EXPECT_NEAR(sum, 1.0f, 1e-5f);
+    EXPECT_GE(ev.top_probs[0].prob, ev.top_probs[1].prob);
+    EXPECT_GE(ev.top_probs[1].prob, ev.top_probs[2].prob);
+  }
+  EXPECT_EQ(tokens, plain.tokens[0]);  // the same seed draws the same tokens
+}
+
 TEST(ServingEngine, EmbeddingsMatchThePooledHiddenStates) {
   const Model* m = test::shared_model("stories260K.gguf");
   if (!m) GTEST_SKIP() << "shared file absent: models/stories260K.gguf";

@@ -428,5 +428,75 @@ TEST(SamplerChain, GreedyEqualsArgmax) {
   EXPECT_EQ(*chain.sample(logits), 2);
 }
 
+TEST(SamplerChain, PickedFromIsTheDistributionAfterTheSteps) {
+  // top-k 3 of probabilities .4 .3 .2 .1, temperature 1: the three left, renormalised
+  // (.4/.9, .3/.9, .2/.9), most likely first; the fourth is gone.
+  SamplerParams p;
+  p.top_k = 3;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.temperature = 1.0f;
+  p.seed = 9;
+  SamplerChain chain = std::move(SamplerChain::create(p, 4)).value();
+  SamplerChain same = std::move(SamplerChain::create(p, 4)).value();
+  const std::vector<float> logits = {std::log(0.3f), std::log(0.1f), std::log(0.4f), std::log(0.2f)};
+  for (int i = 0; i < 20; ++i) {
+    PickedFrom from;
+    Result<TokenId> t = chain.sample(logits, 5, from);
+    ASSERT_TRUE(t.is_ok());
+    EXPECT_EQ(*t, *same.sample(logits));  // the same draw as without the distribution
+    ASSERT_EQ(from.top.size(), 3u);
+    EXPECT_EQ(ids(Candidates{from.top}), (std::vector<TokenId>{2, 0, 3}));
+    EXPECT_NEAR(from.top[0].p, 0.4f / 0.9f, 1e-5f);
+    EXPECT_NEAR(from.top[1].p, 0.3f / 0.9f, 1e-5f);
+    EXPECT_NEAR(from.top[2].p, 0.2f / 0.9f, 1e-5f);
+    for (const Candidate& c : from.top) {
+      if (c.id == *t) {
+        EXPECT_EQ(from.p_chosen, c.p);
+      }
+    }
+    PickedFrom two;
+    ASSERT_TRUE(chain.sample(logits, 2, two).is_ok());
+    EXPECT_EQ(two.top.size(), 2u);  // at most n_top
+    (void)same.sample(logits);      // keeps the two chains' draws in step
+  }
+  // A temperature of 2 flattens what is left: p ~ sqrt of the original ones.
+  p.temperature = 2.0f;
+  SamplerChain warm = std::move(SamplerChain::create(p, 4)).value();
+  PickedFrom from;
+  ASSERT_TRUE(warm.sample(logits, 3, from).is_ok());
+  const float z = std::sqrt(0.4f) + std::sqrt(0.3f) + std::sqrt(0.2f);
+  EXPECT_NEAR(from.top[0].p, std::sqrt(0.4f) / z, 1e-5f);
+}
+
+TEST(SamplerChain, PickedFromLeavesOutForbiddenTokensAndGreedyIsCertain) {
+  SamplerParams p;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.temperature = 1.0f;
+  p.logit_bias = {{1, -kInf}};
+  SamplerChain chain = std::move(SamplerChain::create(p, 3)).value();
+  PickedFrom from;
+  ASSERT_TRUE(chain.sample(std::vector<float>{0.0f, 5.0f, 0.0f}, 3, from).is_ok());
+  ASSERT_EQ(from.top.size(), 2u);  // token 1 has probability 0: not listed
+  EXPECT_NEAR(from.top[0].p + from.top[1].p, 1.0f, 1e-6f);
+  EXPECT_NEAR(from.p_chosen, 0.5f, 1e-6f);
+
+  // Greedy: all the mass on the chosen token, however flat the logits.
+  p = SamplerParams{};
+  p.temperature = 0.0f;
+  SamplerChain greedy = std::move(SamplerChain::create(p, 3)).value();
+  Result<TokenId> t = greedy.sample(std::vector<float>{1.0f, 1.1f, 1.05f}, 3, from);
+  ASSERT_TRUE(t.is_ok());
+  EXPECT_EQ(*t, 1);
+  EXPECT_EQ(from.p_chosen, 1.0f);
+  ASSERT_EQ(from.top.size(), 1u);
+  EXPECT_EQ(from.top[0].id, 1);
+  EXPECT_EQ(from.top[0].p, 1.0f);
+  ASSERT_TRUE(greedy.sample(std::vector<float>{1.0f, 1.1f, 1.05f}, 0, from).is_ok());
+  EXPECT_TRUE(from.top.empty());
+}
+
 }  // namespace
 }  // namespace tessera

@@ -118,7 +118,7 @@ void apply_event(const Event& e, std::vector<ChoiceOutput>& choices, const Token
   if (e.choice < 0 || size_t(e.choice) >= choices.size()) return;
   ChoiceOutput& c = choices[size_t(e.choice)];
   if (e.kind == Event::Kind::Token) {
-    c.tokens.push_back({e.token, e.piece, e.logprob.logprob, e.top, c.text.size()});
+    c.tokens.push_back({e.token, e.piece, e.logprob.logprob, e.top, c.text.size(), e.prob, e.top_probs});
     c.text += e.text;
   } else if (e.kind == Event::Kind::ChoiceDone) {
     c.text += e.text;

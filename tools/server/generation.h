@@ -24,6 +24,8 @@ struct TokenInfo {
   float logprob = 0;
   std::vector<serving::TokenLogprob> top;
   size_t text_offset = 0;  // bytes of the choice's text before this token's
+  float prob = 0;          // post_sampling_probs: its probability after the sampler chain
+  std::vector<serving::TokenProb> top_probs = {};  // and the candidates the chain left
 };
 
 struct ChoiceOutput {
@@ -48,6 +50,8 @@ class JobRun {
   std::vector<serving::Event> poll(std::chrono::milliseconds wait);
   /// True once every prompt delivered Done.
   bool done() const;
+  /// True once prompt `i` delivered Done (its usage is then final).
+  bool done(size_t i) const { return done_[i]; }
   void cancel();
   /// True when --timeout cancelled the job (its choices then end as "length").
   bool timed_out() const { return timed_out_; }

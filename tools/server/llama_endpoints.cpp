@@ -26,7 +26,8 @@ json sampling_json(const serving::GenerationRequest& r) {
           {"presence_penalty", p.presence_penalty}, {"frequency_penalty", p.frequency_penalty},
           {"mirostat", p.mirostat}, {"mirostat_tau", p.mirostat_tau}, {"mirostat_eta", p.mirostat_eta},
           {"seed", p.seed}, {"ignore_eos", r.ignore_eos}, {"stop", r.stop}, {"n_probs", r.n_probs},
-          {"cache_prompt", r.cache_prompt}, {"grammar", r.grammar != nullptr}};
+          {"cache_prompt", r.cache_prompt}, {"grammar", r.grammar != nullptr},
+          {"post_sampling_probs", r.post_sampling_probs}};
 }
 
 /// llama-server's /props `default_generation_settings.params`: the request defaults
@@ -71,12 +72,20 @@ json timings_json(const serving::Usage& u, serving::Clock::time_point end, int64
           {"predicted_per_second", per_second(predicted_ms, predicted_n)}};
 }
 
-json probability_json(const TokenInfo& t, const Tokenizer& tok) {
+/// One entry of `completion_probabilities`: the log-probabilities of the raw logits
+/// (`logprob`, `top_logprobs`), or with post_sampling_probs the probabilities after the
+/// sampler chain (`prob`, `top_probs`), as llama-server names them.
+json probability_json(const TokenInfo& t, const Tokenizer& tok, bool post_sampling) {
   json top = json::array();
-  for (const serving::TokenLogprob& alt : t.top) {
-    const std::string piece = tok.token_to_piece(alt.token);
-    top.push_back({{"id", alt.token}, {"token", piece}, {"logprob", alt.logprob}, {"bytes", bytes_json(piece)}});
+  const auto entry = [&](TokenId id, const char* key, float value) {
+    const std::string piece = tok.token_to_piece(id);
+    top.push_back({{"id", id}, {"token", piece}, {key, value}, {"bytes", bytes_json(piece)}});
+  };
+  if (post_sampling) {
+    for (const serving::TokenProb& alt : t.top_probs) entry(alt.token, "prob", alt.prob);
+    return {{"id", t.token}, {"token", t.piece}, {"prob", t.prob}, {"bytes", bytes_json(t.piece)}, {"top_probs", top}};
   }
+  for (const serving::TokenLogprob& alt : t.top) entry(alt.token, "logprob", alt.logprob);
   return {{"id", t.token}, {"token", t.piece}, {"logprob", t.logprob}, {"bytes", bytes_json(t.piece)},
           {"top_logprobs", top}};
 }
@@ -115,55 +124,86 @@ json completion_final(const ServerContext& ctx, const Job& job, size_t prompt, c
             {"stopped_limit", !stop || timed_out}, {"stopping_word", c.stop_word}, {"timings", timings_json(u, u.finished, u.completion_tokens)}};
   if (job.request.n_probs > 0) {
     json probs = json::array();
-    for (const TokenInfo& t : c.tokens) probs.push_back(probability_json(t, ctx.tokenizer()));
+    for (const TokenInfo& t : c.tokens) {
+      probs.push_back(probability_json(t, ctx.tokenizer(), job.request.post_sampling_probs));
+    }
     r["completion_probabilities"] = probs;
   }
   return job.response_fields.empty() ? r : select_response_fields(r, job.response_fields);
 }
 
-/// The /completion stream: {content, stop:false} per token, then the final object.
+/// The /completion stream: a frame {content, stop:false} per token, then each prompt's
+/// final object (stop: true). Frames name their prompt's `index`: the frames of several
+/// prompts interleave as they are produced, each prompt ending with its own.
 class LlamaStream : public SseFormatter {
  public:
   LlamaStream(const ServerContext& ctx, Job job, std::shared_ptr<const JobRun> run)
-      : ctx_(ctx), job_(std::move(job)), run_(std::move(run)) {
-    choice_.resize(1);
-  }
+      : ctx_(ctx), job_(std::move(job)), run_(std::move(run)), choices_(job_.prompts.size()),
+        ends_(job_.prompts.size()) {}
 
   std::string event(const serving::Event& e, bool timed_out) override {
-    apply_event(e, choice_, ctx_.tokenizer());
+    apply_event(e, choices_, ctx_.tokenizer());
+    if (e.choice < 0 || size_t(e.choice) >= choices_.size()) return {};
+    const size_t i = size_t(e.choice);
+    std::string out;
     if (e.kind == serving::Event::Kind::Token && (!e.text.empty() || job_.request.n_probs > 0)) {
-      json frame = {{"content", e.text}, {"stop", false}, {"id_slot", -1}, {"tokens", json::array({e.token})},
-                    {"has_new_line", has_new_line(choice_[0].text)}};
-      if (job_.timings_per_token) {  // the tokens of this stream so far, timed up to now
-        frame["timings"] = timings_json(run_->usage(0), serving::Clock::now(), int64_t(choice_[0].tokens.size()));
-      }
-      if (job_.request.n_probs > 0) {
-        frame["completion_probabilities"] =
-            json::array({probability_json(TokenInfo{e.token, e.piece, e.logprob.logprob, e.top, 0}, ctx_.tokenizer())});
-      }
-      return sse_frame(frame);
+      out = sse_frame(token_frame(e, i));
+    } else if (e.kind == serving::Event::Kind::ChoiceDone) {
+      ends_[i] = {true, false, e.text, timed_out};
     }
-    if (e.kind == serving::Event::Kind::ChoiceDone) {
-      final_text_ = e.text;
-      timed_out_ = timed_out;
-    }
-    return {};
+    return out + final_frames(false);
   }
 
-  std::string end(const serving::Usage& usage) override {
-    ChoiceOutput last = choice_[0];
-    last.text = final_text_;
-    last.tokens.clear();  // each came with its frame, as the text did
-    return sse_frame(completion_final(ctx_, job_, 0, last, usage, timed_out_, has_new_line(choice_[0].text)));
-  }
+  std::string end(const serving::Usage&) override { return final_frames(true); }
 
  private:
+  /// How prompt i ended, and whether its final frame went out.
+  struct Ending {
+    bool ended = false;
+    bool sent = false;
+    std::string text;  // released at the end
+    bool timed_out = false;
+  };
+
+  json token_frame(const serving::Event& e, size_t i) const {
+    json frame = {{"index", i}, {"content", e.text}, {"stop", false}, {"id_slot", -1},
+                  {"tokens", json::array({e.token})}, {"has_new_line", has_new_line(choices_[i].text)}};
+    if (job_.timings_per_token) {  // this prompt's tokens so far, timed up to now
+      frame["timings"] = timings_json(run_->usage(i), serving::Clock::now(), int64_t(choices_[i].tokens.size()));
+    }
+    if (job_.request.n_probs > 0) {
+      frame["completion_probabilities"] =
+          json::array({probability_json(choices_[i].tokens.back(), ctx_.tokenizer(), job_.request.post_sampling_probs)});
+    }
+    return frame;
+  }
+
+  /// The final frames of the prompts that ended with their usage final (`all`: of every
+  /// prompt not sent yet, at the end of the stream).
+  std::string final_frames(bool all) {
+    std::string out;
+    for (size_t i = 0; i < ends_.size(); ++i) {
+      Ending& d = ends_[i];
+      if (d.sent || !(all || (d.ended && run_->done(i)))) continue;
+      d.sent = true;
+      ChoiceOutput last = choices_[i];
+      last.text = d.text;
+      last.tokens.clear();  // each came with its frame, as the text did
+      const bool timed_out = d.ended ? d.timed_out : run_->timed_out();
+      json f = completion_final(ctx_, job_, i, last, run_->usage(i), timed_out, has_new_line(choices_[i].text));
+      // As the array answer: several prompts' objects keep their index through
+      // response_fields; one prompt's only when nothing is selected.
+      if (ends_.size() > 1 || job_.response_fields.empty()) f["index"] = i;
+      out += sse_frame(f);
+    }
+    return out;
+  }
+
   const ServerContext& ctx_;
   Job job_;
   std::shared_ptr<const JobRun> run_;
-  std::vector<ChoiceOutput> choice_;
-  std::string final_text_;
-  bool timed_out_ = false;
+  std::vector<ChoiceOutput> choices_;
+  std::vector<Ending> ends_;
 };
 
 /// A slot's `params`: the sampling settings of the request it serves, in the shape of
@@ -202,9 +242,6 @@ void run_llama(ServerContext& ctx, const HttpRequest& req, HttpResponse& res, Di
   ctx.check_model(Fields(body));
   const Job job = decode_job(body, dialect, ctx);
   const bool several = job.prompts.size() > 1;
-  if (several && job.stream) {
-    throw bad_field("stream", "'stream' takes one prompt: this 'prompt' lists " + std::to_string(job.prompts.size()));
-  }
   auto run = std::make_shared<JobRun>(ctx, job);
   if (job.stream) {
     stream_response(req, res, ctx, run, std::make_shared<LlamaStream>(ctx, job, run));

@@ -65,6 +65,12 @@ void chat_prompt(const std::vector<ChatMessage>& messages, const ServerContext& 
   job.dropped_messages = fit.dropped_messages;
 }
 
+/// What /infill's prompt is fitted to: the engine's batch budget and sequence, the
+/// server's -n.
+InfillBudget infill_budget(const ServerContext& ctx) {
+  return {ctx.engine->params().batch_budget, ctx.seq_ctx(), ctx.options.n_predict.value_or(-1)};
+}
+
 /// Completion prompts too long for a sequence, cut as llama-server cuts them: the first
 /// `n_keep` tokens (default 0; -1: as many as may be), then the end.
 void truncate_prompts(const Fields& body, const ServerContext& ctx, Job& job) {
@@ -171,6 +177,7 @@ void decode_logprobs(const Fields& body, Dialect dialect, serving::GenerationReq
   } else {
     r.n_probs = int(body.integer("n_probs", 0, max_probs).value_or(0));
     r.logprobs = r.n_probs > 0;
+    r.post_sampling_probs = body.boolean("post_sampling_probs").value_or(false);
   }
 }
 
@@ -258,11 +265,15 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
   const Fields body(body_json);
   Job job;
   std::vector<ChatMessage> messages;
+  InfillPrompt infill;
   switch (dialect) {
     case Dialect::Chat: messages = decode_messages(body); break;
     case Dialect::Completion: job.prompts = completion_prompts(body, ctx); break;
     case Dialect::Llama: job.prompts = llama_prompt(body, ctx); break;
-    case Dialect::Infill: job.prompts = {infill_prompt(body, ctx.tokenizer())}; break;
+    case Dialect::Infill:
+      infill = infill_prompt(body, ctx.tokenizer(), infill_budget(ctx));
+      job.prompts = {std::move(infill.tokens)};
+      break;
   }
   decode_stream(body, job);
   if (dialect == Dialect::Chat || dialect == Dialect::Completion) {
@@ -276,6 +287,7 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
   decode_generation_fields(body, dialect, ctx, job.request);
   if (dialect != Dialect::Chat) {
     truncate_prompts(body, ctx, job);
+    if (infill.truncated) job.prompt_truncated.at(0) = true;
   } else {
     chat_prompt(messages, ctx, job);
     const std::string_view marker = ctx.chat_template->end_marker();

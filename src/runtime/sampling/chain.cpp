@@ -75,8 +75,7 @@ void SamplerChain::apply(Candidates& c) {
   for (const auto& step : steps_) step->apply(c);
 }
 
-Result<TokenId> SamplerChain::sample(std::span<const float> logits) {
-  Candidates c = Candidates::from_logits(logits);
+Status SamplerChain::pick(Candidates& c) {
   apply(c);
   if (c.selected < 0 || c.selected >= static_cast<int64_t>(c.items.size())) {
     bool any_allowed = false;
@@ -93,6 +92,31 @@ Result<TokenId> SamplerChain::sample(std::span<const float> logits) {
   if (std::isinf(chosen.logit) && chosen.logit < 0) {
     return Status::error(
         "sampler: every token is forbidden here (by the grammar or a -inf logit bias)");
+  }
+  return Status::ok();
+}
+
+Result<TokenId> SamplerChain::sample(std::span<const float> logits) {
+  Candidates c = Candidates::from_logits(logits);
+  TESSERA_RETURN_IF_ERROR(pick(c));
+  return c.items[static_cast<size_t>(c.selected)].id;
+}
+
+Result<TokenId> SamplerChain::sample(std::span<const float> logits, size_t n_top,
+                                     PickedFrom& from) {
+  Candidates c = Candidates::from_logits(logits);
+  TESSERA_RETURN_IF_ERROR(pick(c));
+  const Candidate chosen = c.items[static_cast<size_t>(c.selected)];
+  from = PickedFrom{};
+  if (!steps_.empty() && steps_.back()->greedy()) {
+    from.p_chosen = 1.0f;
+    if (n_top > 0) from.top.push_back({chosen.id, chosen.logit, 1.0f});
+    return chosen.id;
+  }
+  softmax(c);  // sorted by logit, so by probability; a draw has computed the same already
+  for (const Candidate& t : c.items) {
+    if (t.id == chosen.id) from.p_chosen = t.p;
+    if (from.top.size() < n_top && t.p > 0.0f) from.top.push_back(t);
   }
   return chosen.id;
 }

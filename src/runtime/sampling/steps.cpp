@@ -50,6 +50,13 @@ class PenaltiesStep : public SamplerStep {
   std::deque<TokenId> history_;
 };
 
+class GreedyStep : public SamplerStep {
+ public:
+  std::string name() const override { return "greedy"; }
+  void apply(Candidates& c) override { pick_greedy(c); }
+  bool greedy() const override { return true; }
+};
+
 class DrawStep : public SamplerStep {
  public:
   explicit DrawStep(uint64_t seed) : seed_(seed), rng_(seed) {}
@@ -102,7 +109,7 @@ std::unique_ptr<SamplerStep> make_temperature_step(float t) {
 }
 
 std::unique_ptr<SamplerStep> make_greedy_step() {
-  return function_step("greedy", [](Candidates& c) { pick_greedy(c); });
+  return std::make_unique<GreedyStep>();
 }
 
 std::unique_ptr<SamplerStep> make_draw_step(uint64_t seed) {
