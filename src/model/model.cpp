@@ -1,5 +1,6 @@
 #include <utility>
 
+#include "backend/cuda/cuda.h"
 #include "backend/mpi/comm.h"
 #include "model/default_model.h"
 #include "model/fuse_weights.h"
@@ -34,6 +35,14 @@ Result<Placement> make_placement(const ModelParams& params, int64_t n_layer) {
   if (params.n_gpu_layers != 0) {
     if (params.mpi || !params.layers.empty()) {
       return Status::error("-ngl cannot be combined with --layers or --mpi (one placement at a time)");
+    }
+    // As llama.cpp: a build without the GPU backend, or a machine without a GPU, warns and
+    // runs on the CPU (scripts carry -ngl 99 from machine to machine).
+    if (params.n_gpu_layers > 0 && (!cuda::built() || !cuda::devices())) {
+      log(LogLevel::Warn, "-ngl %lld ignored: %s; running on the CPU", static_cast<long long>(params.n_gpu_layers),
+          cuda::built() ? cuda::devices().status().message().c_str()
+                        : "this build of tessera has no CUDA backend (configure with -DTESSERA_CUDA=ON)");
+      return single_placement(n_layer);
     }
     return gpu_placement(n_layer, params.n_gpu_layers, params.device);
   }
@@ -104,7 +113,13 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
   auto impl = std::make_unique<detail::ModelImpl>();
   impl->file = std::move(file);
 
-  // The architecture first: its keys are named after it, so an unknown one would only
+  // What the file is, first: an adapter or a vocabulary alone would otherwise show as a
+  // missing key of its architecture.
+  if (Result<std::string> type = impl->file->get_string("general.type"); type && *type == "adapter") {
+    return Status::error(path + ": this file is an adapter (general.type = adapter), not a model: give the base "
+                                "model with -m and this file with --lora");
+  }
+  // The architecture next: its keys are named after it, so an unknown one would only
   // show as a missing key.
   Result<std::string> arch = impl->file->get_string("general.architecture");
   if (!arch) return arch.status().with_context(path);

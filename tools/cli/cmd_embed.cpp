@@ -1,5 +1,6 @@
 // `tessera embed`: the embedding of a text (the model's final hidden state after the
 // output norm, pooled over the tokens) as one JSON object.
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,10 @@ int run_embed(const EmbedOptions& o) {
   if (!tok) return fail(o.model + ": the model has no usable tokenizer, so it cannot take text");
   const std::vector<TokenId> tokens = tok->encode(o.prompt, tok->add_bos_token());
   if (tokens.empty()) return fail("embed: the text is empty and the model adds no BOS token");
+  if (const int64_t n_train = (*model)->info().n_ctx_train; n_train > 0 && int64_t(tokens.size()) > n_train) {
+    std::fprintf(stderr, "tessera: warning: %zu tokens exceed the model's training context of %lld\n", tokens.size(),
+                 static_cast<long long>(n_train));  // as run warns
+  }
 
   ContextParams cp;
   cp.n_threads = o.threads;

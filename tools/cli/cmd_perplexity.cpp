@@ -21,6 +21,10 @@ struct PerplexityOptions {
 };
 
 int run_perplexity(PerplexityOptions o) {
+  if (o.params.n_ctx > 0 && o.params.n_ctx < 4) {
+    fail("perplexity: -c " + std::to_string(o.params.n_ctx) + " is too small: 0 (the model's context) or at least 4");
+    return kExitUsage;
+  }
   std::ifstream in(o.file, std::ios::binary);
   if (!in) return fail("perplexity: cannot read " + o.file);
   std::ostringstream buffer;
@@ -34,6 +38,7 @@ int run_perplexity(PerplexityOptions o) {
   Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
   if (!model) return fail(model.status().message());
   const int64_t n_train = (*model)->info().n_ctx_train;
+  if (o.params.n_ctx == 0) o.params.n_ctx = n_train >= 4 ? n_train : 512;  // -c 0: the model's, as run's
   if (n_train > 0 && o.params.n_ctx > n_train) {
     std::fprintf(stderr,
                  "tessera: warning: the model was trained on a context of %lld tokens; -c %lld is "
@@ -82,9 +87,9 @@ Command add_perplexity(CLI::App& app) {
                   "text file to score (one trailing newline is dropped, as llama.cpp does)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-c,--ctx-size", o->params.n_ctx, "tokens per chunk (the context size)")
+  cmd->add_option("-c,--ctx-size", o->params.n_ctx, "tokens per chunk (the context size; 0: the model's training context)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t(4), int64_t(1) << 20));
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
   cmd->add_option("-b,--batch", o->params.n_batch,
                   "tokens per forward pass (does not change the result)")
       ->capture_default_str()

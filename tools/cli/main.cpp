@@ -27,12 +27,37 @@ int default_threads() {
 
 namespace {
 
+/// `mpirun -n N tessera CMD` without --mpi runs CMD N times side by side, each process
+/// on its own: say so once (from the first rank) instead of printing N interleaved runs
+/// silently. Open MPI's and the PMI launchers' variables tell a process it was started so.
+void warn_mpirun_without_mpi() {
+  auto number = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoi(v) : -1;
+  };
+  int size = number("OMPI_COMM_WORLD_SIZE");
+  int rank = number("OMPI_COMM_WORLD_RANK");
+  if (size < 0) {
+    size = number("PMI_SIZE");
+    rank = number("PMI_RANK");
+  }
+  if (size > 1 && rank <= 0) {
+    std::fprintf(stderr,
+                 "tessera: warning: started by mpirun with %d ranks but without --mpi: every rank runs the whole "
+                 "command on its own (add --mpi to split the model across the ranks)\n",
+                 size);
+  }
+}
+
 /// Every rank of `mpirun ... tessera CMD --mpi` starts here; ranks other than 0 follow
 /// rank 0's commands instead of running CMD (tessera/mpi.h). Returns -1 on rank 0.
 int start_mpi(int& argc, char**& argv) {
   bool wanted = false;
   for (int i = 1; i < argc; ++i) wanted = wanted || std::strcmp(argv[i], "--mpi") == 0;
-  if (!wanted) return -1;
+  if (!wanted) {
+    warn_mpirun_without_mpi();
+    return -1;
+  }
   const tessera::Status s = tessera::mpi::init(&argc, &argv);
   if (!s.is_ok()) return tessera::cli::fail(s.message());
   if (tessera::mpi::rank() != 0) return tessera::mpi::follow();

@@ -238,7 +238,7 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
 
 HttpServer::~HttpServer() = default;
 
-int HttpServer::bind(const std::string& host, int port) { return transport_->bind(host, port); }
+Result<int> HttpServer::bind(const std::string& host, int port) { return transport_->bind(host, port); }
 
 void HttpServer::listen() { transport_->run(); }
 

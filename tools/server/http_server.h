@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tessera/status.h"
+
 namespace tessera::server {
 
 struct ServerContext;
@@ -21,8 +23,8 @@ class HttpServer {
   explicit HttpServer(ServerContext& ctx);
   ~HttpServer();
 
-  /// Binds host:port (0: a free port); the port bound, or -1.
-  int bind(const std::string& host, int port);
+  /// Binds host:port (0: a free port): the port bound, or why not.
+  Result<int> bind(const std::string& host, int port);
   /// Serves until stop(); returns when every request in flight has been answered.
   void listen();
   /// Stops accepting; safe from any thread, and before listen() started (then listen()

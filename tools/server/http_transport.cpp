@@ -89,21 +89,24 @@ HttpTransport::HttpTransport(const TransportLimits& limits, TransportHandlers ha
 
 HttpTransport::~HttpTransport() = default;
 
-int HttpTransport::bind(const std::string& host, int port) {
+Result<int> HttpTransport::bind(const std::string& host, int port) {
   error_code ec;
   tcp::resolver resolver(core_->io);
   const auto found = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
-  if (ec || found.empty()) return -1;
+  if (ec || found.empty()) {
+    return Status::error("cannot resolve '" + host + "'" + (ec ? ": " + ec.message() : std::string()));
+  }
   const tcp::endpoint ep = *found.begin();
   tcp::acceptor& a = core_->acceptor;
   a.open(ep.protocol(), ec);
-  if (ec) return -1;
+  if (ec) return Status::error(ec.message());
   a.set_option(tcp::acceptor::reuse_address(true), ec);
   a.bind(ep, ec);
   if (!ec) a.listen(kListenBacklog, ec);
   if (ec) {
+    const std::string why = ec.message();  // e.g. "Address already in use"
     a.close(ec);
-    return -1;
+    return Status::error(why);
   }
   return int(a.local_endpoint(ec).port());
 }

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "server/http_message.h"
+#include "tessera/status.h"
 
 namespace tessera::server {
 
@@ -52,8 +53,9 @@ class HttpTransport {
   HttpTransport(const HttpTransport&) = delete;
   HttpTransport& operator=(const HttpTransport&) = delete;
 
-  /// Binds host:port (0: a free port); the port bound, or -1.
-  int bind(const std::string& host, int port);
+  /// Binds host:port (0: a free port): the port bound, or an error with the system's
+  /// reason ("Address already in use").
+  Result<int> bind(const std::string& host, int port);
   /// Serves until stop() and until every request in flight has been answered.
   void run();
   /// Stops accepting and closes idle connections; safe from any thread, and before run()

@@ -183,8 +183,9 @@ int run_server(const ServerOptions& o) {
   ctx.model_file = o.model.empty() ? Model::default_model_name() : std::filesystem::path(o.model).filename().string();
   ctx.model_name = o.alias.empty() ? ctx.model_file : o.alias;
   HttpServer http(ctx);
-  const int port = http.bind(o.host, o.port);
-  if (port < 0) return fail("cannot listen on " + o.host + ":" + std::to_string(o.port));
+  Result<int> bound = http.bind(o.host, o.port);
+  if (!bound) return fail("cannot listen on " + o.host + ":" + std::to_string(o.port) + ": " + bound.status().message());
+  const int port = *bound;
   std::fprintf(stderr, "tessera serve: listening on http://%s:%d\n", url_host(o.host).c_str(), port);
   std::fflush(stderr);
 
