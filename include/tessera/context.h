@@ -113,6 +113,16 @@ class Context {
   /// shifted cells shared with another sequence.
   Result<int64_t> context_shift(SeqId seq, int64_t n_keep);
 
+  /// The user scales of the model's LoRA adapters, in ModelInfo::adapters order (empty
+  /// without adapters); at first the scales given at load (ModelInfo::adapter_scales).
+  std::span<const float> adapter_scales() const;
+  /// Sets the adapters' user scales for the decodes that follow: an adapter's update is
+  /// then scale * alpha / r * b (a x), exactly as if the model had been loaded with that
+  /// scale; at scale 0 it is left out (the base model's logits). What is already in the
+  /// cache stays as it was computed. Errors (nothing changes): not one scale per adapter,
+  /// a scale that is not finite.
+  Status set_adapter_scales(std::span<const float> scales);
+
   /// Writes the context's state to `path`: the cache cells (positions, sequences,
   /// tokens, keys and values), the outputs of the last decode, and `user_data` (an
   /// opaque blob, e.g. a sampler's RNG state). Pending shifts are applied first.

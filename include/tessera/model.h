@@ -39,6 +39,7 @@ struct ModelInfo {
   /// tensors of the adapters applied.
   uint64_t decode_bytes = 0;
   std::vector<std::string> adapters;  // the adapter files applied, in order
+  std::vector<float> adapter_scales;  // their user scales at load (AdapterSpec::scale), in order
 };
 
 /// A LoRA adapter to apply: a GGUF adapter file (general.type = adapter, adapter.type =

@@ -20,6 +20,11 @@
 // new prompt shares the cells of the longest cached prefix (Context::seq_cp: no copy)
 // and computes only the rest; at least its last token is always computed, for logits.
 // Least recently used prefixes are evicted when cells or sequence ids run out.
+//
+// LoRA adapters: each request runs with one set of adapter scales. A step decodes only
+// requests with one set (that of the request which has waited longest for a decode, so
+// every set progresses), and a cached prefix serves only prompts with the set its cells
+// were computed with. Requests that all share one set run exactly as without adapters.
 #pragma once
 
 #include <chrono>
@@ -28,6 +33,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +75,10 @@ struct GenerationRequest {
   // With `embedding`: every prompt token's vector (Stream::token_embeddings), neither
   // pooled nor normalized, instead of the pooled one (llama.cpp's pooling "none").
   bool token_embeddings = false;
+  // The user scales of the model's LoRA adapters (one per ModelInfo::adapters, in order)
+  // this request runs with; absent: the engine's defaults when it is submitted
+  // (Engine::adapter_scales).
+  std::optional<std::vector<float>> adapter_scales;
 };
 
 /// Why a choice ended.
@@ -262,6 +272,13 @@ class Engine {
   void shutdown(bool cancel_running);
 
   EngineStats stats() const;
+  /// The adapter scales of requests submitted without their own (at first the scales
+  /// given at load; empty without adapters).
+  std::vector<float> adapter_scales() const;
+  /// Sets those defaults for the requests submitted from now on (running ones keep
+  /// theirs). Thread-safe. Errors (nothing changes): not one scale per adapter, a scale
+  /// that is not finite.
+  Status set_adapter_scales(std::vector<float> scales);
   const EngineParams& params() const;
   const Model& model() const;
 

@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 
+#include "core/check.h"
+
 namespace tessera {
 namespace {
 
@@ -39,8 +41,9 @@ Status check_keys(const gguf::File& f, const HParams& h) {
 }
 
 // One a/b pair for `target`; the shapes must fit it.
-Result<LoraDelta> delta_of(const gguf::TensorInfo& a, const gguf::TensorInfo& b, const Target& target,
-                           float scale, float alpha, TensorArena& arena) {
+Result<LoraDelta> delta_of(const gguf::TensorInfo& a, const gguf::TensorInfo& b,
+                           const Target& target, int adapter, float scale, float alpha,
+                           TensorArena& arena) {
   const Tensor* w = target.weight;
   const int64_t r = a.ne[1];
   if (a.ne[2] * a.ne[3] != 1 || b.ne[2] * b.ne[3] != 1 || a.ne[0] != w->ne[0] || b.ne[0] != r || b.ne[1] != w->ne[1]) {
@@ -59,11 +62,14 @@ Result<LoraDelta> delta_of(const gguf::TensorInfo& a, const gguf::TensorInfo& b,
     t->flags |= kFlagWeight;
     return t;
   };
-  return LoraDelta{w, make(a), make(b), alpha != 0 ? scale * alpha / float(r) : scale};
+  LoraDelta d{w, make(a), make(b), adapter, alpha};
+  d.scale = d.scale_for(scale);
+  return d;
 }
 
-Status attach_one(const gguf::File& f, float scale, const std::map<std::string, Target>& targets,
-                  ModelWeights& w, TensorArena& arena, const HParams& h) {
+Status attach_one(const gguf::File& f, int adapter, float scale,
+                  const std::map<std::string, Target>& targets, ModelWeights& w, TensorArena& arena,
+                  const HParams& h) {
   TESSERA_RETURN_IF_ERROR(check_keys(f, h));
   float alpha = 0;
   if (f.find("adapter.lora.alpha")) {
@@ -91,7 +97,7 @@ Status attach_one(const gguf::File& f, float scale, const std::map<std::string, 
       return Status::error("tensor '" + a.name + "' updates '" + base +
                            "', which is not an attention or feed-forward projection of this model");
     }
-    Result<LoraDelta> d = delta_of(a, *b, target->second, scale, alpha, arena);
+    Result<LoraDelta> d = delta_of(a, *b, target->second, adapter, scale, alpha, arena);
     if (!d) return d.status();
     w.layers[size_t(target->second.layer)].lora.push_back(*d);
   }
@@ -112,13 +118,31 @@ bool adaptable(Tensor* LayerWeights::*field) {
 Status attach_adapters(const std::vector<AdapterSpec>& specs, const Arch& arch, const HParams& h,
                        ModelWeights& w, TensorArena& arena, std::vector<std::unique_ptr<gguf::File>>& files) {
   const std::map<std::string, Target> targets = targets_of(arch, h, w);
-  for (const AdapterSpec& spec : specs) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const AdapterSpec& spec = specs[i];
     Result<std::unique_ptr<gguf::File>> f = gguf::File::open(spec.path);
     if (!f) return f.status();
-    TESSERA_RETURN_IF_ERROR(attach_one(**f, spec.scale, targets, w, arena, h).with_context(spec.path + ": lora"));
+    TESSERA_RETURN_IF_ERROR(attach_one(**f, int(i), spec.scale, targets, w, arena, h)
+                                .with_context(spec.path + ": lora"));
     files.push_back(std::move(*f));
   }
   return Status::ok();
+}
+
+ModelWeights with_adapter_scales(const ModelWeights& w, std::span<const float> scales) {
+  ModelWeights out = w;
+  for (LayerWeights& l : out.layers) {
+    std::vector<LoraDelta> kept;
+    for (LoraDelta d : l.lora) {
+      TESSERA_CHECK(d.adapter >= 0 && size_t(d.adapter) < scales.size());
+      const float s = scales[size_t(d.adapter)];
+      if (s == 0) continue;  // no update: left out, so the graph is the base model's
+      d.scale = d.scale_for(s);
+      kept.push_back(d);
+    }
+    l.lora = std::move(kept);
+  }
+  return out;
 }
 
 AdapterSpec parse_adapter_spec(const std::string& text) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "model/arch.h"
@@ -18,6 +19,12 @@ namespace tessera {
 /// with a [n_in, r] and b [r, n_out]. Errors name the adapter file and the tensor.
 Status attach_adapters(const std::vector<AdapterSpec>& specs, const Arch& arch, const HParams& h,
                        ModelWeights& w, TensorArena& arena, std::vector<std::unique_ptr<gguf::File>>& files);
+
+/// The weights as a forward graph sees them with the adapters' user scales `scales`
+/// (ModelParams::adapters order, one each): every delta's scale is scale_for() its
+/// adapter's, and the deltas of adapters at scale 0 are left out. A copy of the tensor
+/// pointers; nothing is read.
+ModelWeights with_adapter_scales(const ModelWeights& w, std::span<const float> scales);
 
 /// The layer fields an adapter may update (those project() multiplies).
 bool adaptable(Tensor* LayerWeights::*field);

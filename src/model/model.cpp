@@ -191,7 +191,10 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
   }
   const Tensor* embd = impl->weights.token_embd;
   const bool tied = impl->weights.output == nullptr;
-  for (const AdapterSpec& a : params.adapters) info.adapters.push_back(a.path);
+  for (const AdapterSpec& a : params.adapters) {
+    info.adapters.push_back(a.path);
+    info.adapter_scales.push_back(a.scale);
+  }
   info.decode_bytes = info.weight_bytes - embd->nbytes() + (tied ? embd->nbytes() : embd->nb[1]);
   for (const auto& f : impl->adapter_files) {  // every token also reads each adapter's a and b
     for (const gguf::TensorInfo& t : f->tensors()) info.decode_bytes += t.nbytes;

@@ -22,7 +22,16 @@ struct LoraDelta {
   const Tensor* target = nullptr;  // the weight it updates
   Tensor* a = nullptr;
   Tensor* b = nullptr;
-  float scale = 1.0f;  // the user's scale times alpha / r (times 1 when alpha is 0)
+  int adapter = 0;     // which adapter it comes from (ModelParams::adapters order)
+  float alpha = 0.0f;  // the adapter's adapter.lora.alpha (0: none)
+  float scale = 1.0f;  // scale_for(the user's scale at load)
+
+  /// The factor of b (a x) for a user's scale: scale * alpha / r, or the scale alone when
+  /// alpha is 0. Load and run time both compute it here, in this order, so that a scale
+  /// set at run time gives the same bits as the same scale given at load.
+  float scale_for(float user_scale) const {
+    return alpha != 0 ? user_scale * alpha / float(a->ne[1]) : user_scale;
+  }
 };
 
 struct LayerWeights {

@@ -1,6 +1,7 @@
 #include "tessera/context.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda.h"
@@ -64,7 +65,8 @@ ContextImpl::ContextImpl(const Model& model, const ContextParams& params,
                return c != cache_backend_.end() ? c->second : kAnyBackend;
              }),
       shift_(m_.hparams, m_.weights.rope_freqs, sched_),
-      graphs_(m_, sched_, params.embeddings) {}
+      graphs_(m_, sched_, params.embeddings),
+      adapter_scales_(m_.info.adapter_scales) {}
 
 Status ContextImpl::init() {
   std::vector<Backend*> layer_backends;
@@ -206,6 +208,27 @@ int64_t Context::n_cells_used() const { return impl_->kv_->n_used(); }
 void Context::clear() {
   impl_->clear();
   tell_ranks(encode_clear(impl_->mpi_id_));
+}
+
+std::span<const float> Context::adapter_scales() const { return impl_->adapter_scales_; }
+
+Status Context::set_adapter_scales(std::span<const float> scales) {
+  std::vector<float>& current = impl_->adapter_scales_;
+  if (scales.size() != current.size()) {
+    return Status::error("set_adapter_scales: " + std::to_string(scales.size()) +
+                         " scales given, the model has " + std::to_string(current.size()) +
+                         " adapters");
+  }
+  for (size_t i = 0; i < scales.size(); ++i) {
+    if (!std::isfinite(scales[i])) {
+      return Status::error("set_adapter_scales: the scale of adapter " + std::to_string(i) +
+                           " is not a finite number");
+    }
+  }
+  if (std::equal(scales.begin(), scales.end(), current.begin())) return Status::ok();
+  current.assign(scales.begin(), scales.end());
+  tell_ranks(encode_adapter_scales(impl_->mpi_id_, current));
+  return Status::ok();
 }
 
 Status Context::seq_rm(SeqId seq, Pos p0, Pos p1) {

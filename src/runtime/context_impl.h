@@ -43,6 +43,7 @@ class ContextImpl {
   std::unique_ptr<KvCache> kv_;
   KvShift shift_;
   ForwardGraphCache graphs_;
+  std::vector<float> adapter_scales_;  // the adapters' user scales (ModelInfo::adapters order)
 
   // Outputs of the last decode: row out_row_[i] of logits_/embd_ for batch token i
   // (-1 when its outputs were not asked for).

@@ -159,6 +159,7 @@ Status ContextImpl::decode_ubatch(const Batch& batch, int64_t begin, int64_t end
   const bool keep_outputs = !out_ids.empty();
   if (!keep_outputs) out_ids.push_back(int32_t(n - 1));
   shape.n_outputs = int64_t(out_ids.size());
+  shape.adapter_scales = adapter_scales_;
   ForwardGraph& fg = graphs_.get(shape, kv_->layers());
 
   set_input(fg.in.tokens, u.tokens.data(), u.tokens.size() * sizeof(TokenId));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "model/lora.h"
 
 namespace tessera {
 
@@ -15,7 +16,12 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
   fg->in.groups = shape.groups;
   fg->in.kv = kv;
   create_batch_inputs(fg->graph, fg->in);
-  fg->logits = m_.arch->build(fg->graph, m_.hparams, m_.weights, fg->in);
+  if (shape.adapter_scales.empty()) {
+    fg->logits = m_.arch->build(fg->graph, m_.hparams, m_.weights, fg->in);
+  } else {
+    const ModelWeights scaled = with_adapter_scales(m_.weights, shape.adapter_scales);
+    fg->logits = m_.arch->build(fg->graph, m_.hparams, scaled, fg->in);
+  }
   fg->logits->flags |= kFlagOutput;
   if (embeddings_) {
     // Every architecture ends with logits = mul_mat(output projection, normed hidden
@@ -47,7 +53,7 @@ ForwardGraph& ForwardGraphCache::get(const ForwardShape& shape, const std::vecto
     graphs_.erase(it);
   } else {
     fg = build(shape, kv);
-    if (graphs_.size() >= kCapacity) graphs_.pop_back();
+    if (graphs_.size() >= capacity_) graphs_.pop_back();
   }
   graphs_.insert(graphs_.begin(), std::move(fg));
   sched_.place(*graphs_.front()->plan);

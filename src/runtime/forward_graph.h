@@ -19,6 +19,11 @@ struct ForwardShape {
   int64_t n_tokens = 0;
   int64_t n_outputs = 0;
   std::vector<AttnGroup> groups;
+  // The adapters' user scales the graph is built with (empty without adapters). Part of
+  // the key rather than a reason to drop the cache: a server alternates between the
+  // scale sets of its clients step by step, and keyed graphs are built once per set
+  // instead of at every switch; a graph built with other scales never matches.
+  std::vector<float> adapter_scales;
   bool operator==(const ForwardShape&) const = default;
 };
 
@@ -36,13 +41,17 @@ class ForwardGraphCache {
  public:
   /// `embeddings`: keep the final hidden state of the output tokens as a graph output.
   ForwardGraphCache(const detail::ModelImpl& m, Scheduler& sched, bool embeddings)
-      : m_(m), sched_(sched), embeddings_(embeddings) {}
+      : m_(m),
+        sched_(sched),
+        embeddings_(embeddings),
+        capacity_(m.info.adapters.empty() ? kCapacity : 2 * kCapacity) {}
 
   /// The graph for `shape` over the cache layers `kv`, placed in the compute buffers.
   ForwardGraph& get(const ForwardShape& shape, const std::vector<KvLayer>& kv);
   /// Number of graphs built so far (a cache miss each).
   int64_t n_built() const { return n_built_; }
 
+  /// Graphs kept (twice as many with adapters: the shapes of two scale sets).
   static constexpr size_t kCapacity = 6;
 
  private:
@@ -51,6 +60,7 @@ class ForwardGraphCache {
   const detail::ModelImpl& m_;
   Scheduler& sched_;
   bool embeddings_;
+  size_t capacity_;
   std::vector<std::unique_ptr<ForwardGraph>> graphs_;  // most recently used first
   int64_t n_built_ = 0;
 };

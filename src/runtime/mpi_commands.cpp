@@ -90,6 +90,9 @@ struct Follower {
       case mpi::Command::Clear:
         context(id).clear();
         break;
+      case mpi::Command::AdapterScales:
+        must(context(id).set_adapter_scales(r.get_vector<float>()), "adapter scales");
+        break;
       default: {
         const std::vector<int64_t> a = r.get_vector<int64_t>();
         Context& c = context(id);
@@ -149,6 +152,12 @@ std::vector<uint8_t> encode_decode(int context_id, const Batch& batch) {
 }
 
 std::vector<uint8_t> encode_clear(int context_id) { return begin(mpi::Command::Clear, context_id).bytes(); }
+
+std::vector<uint8_t> encode_adapter_scales(int context_id, const std::vector<float>& scales) {
+  mpi::MessageWriter w = begin(mpi::Command::AdapterScales, context_id);
+  w.put_vector(scales);
+  return w.bytes();
+}
 
 std::vector<uint8_t> encode_seq_op(mpi::Command op, int context_id, std::vector<int64_t> args) {
   mpi::MessageWriter w = begin(op, context_id);

@@ -18,6 +18,7 @@ std::vector<uint8_t> encode_create_context(int model_id, int context_id, const C
 std::vector<uint8_t> encode_free_context(int context_id);
 std::vector<uint8_t> encode_decode(int context_id, const Batch& batch);
 std::vector<uint8_t> encode_clear(int context_id);
+std::vector<uint8_t> encode_adapter_scales(int context_id, const std::vector<float>& scales);
 /// SeqRm, SeqCp, SeqCopy, SeqKeep, SeqAdd and ContextShift: the context and the
 /// operation's arguments, as integers in the order the Context method takes them.
 std::vector<uint8_t> encode_seq_op(mpi::Command op, int context_id, std::vector<int64_t> args);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <span>
 
 #include "core/check.h"
 #include "serving/engine_impl.h"
@@ -27,6 +28,20 @@ Status check_params(const EngineParams& p) {
                          ")");
   }
   if (p.max_queue < 0) return Status::error("serving: max queue must not be negative");
+  return Status::ok();
+}
+
+Status check_scales(std::span<const float> scales, size_t n_adapters) {
+  if (scales.size() != n_adapters) {
+    return Status::error("adapter scales: " + std::to_string(scales.size()) +
+                         " given, the model has " + std::to_string(n_adapters) + " adapters");
+  }
+  for (size_t i = 0; i < scales.size(); ++i) {
+    if (!std::isfinite(scales[i])) {
+      return Status::error("adapter scales: the scale of adapter " + std::to_string(i) +
+                           " is not a finite number");
+    }
+  }
   return Status::ok();
 }
 
@@ -70,8 +85,10 @@ EngineImpl::EngineImpl(const Model& model, const EngineParams& params, std::uniq
       params_(params),
       ctx_(std::move(ctx)),
       tok_(*model.tokenizer()),
+      default_scales_(model.info().adapter_scales),
       slot_busy_(size_t(params.n_parallel), false),
-      cache_(SeqId(params.n_parallel), params.prefix_cache ? 64 - params.n_parallel : 0) {
+      cache_(SeqId(params.n_parallel), params.prefix_cache ? 64 - params.n_parallel : 0),
+      n_adapters_(model.info().adapters.size()) {
   for (TokenId t = 0; t < tok_.n_vocab(); ++t) {
     if (tok_.is_eog(t)) eog_tokens_.push_back(t);
   }
@@ -99,6 +116,7 @@ Status EngineImpl::validate(const GenerationRequest& r) const {
     return Status::error("embeddings are not enabled on this server (start it with --embeddings)");
   }
   if (r.embedding && r.n_choices != 1) return Status::error("n: an embedding request has one result");
+  if (r.adapter_scales) TESSERA_RETURN_IF_ERROR(check_scales(*r.adapter_scales, n_adapters_));
   return Status::ok();
 }
 
@@ -128,6 +146,7 @@ Result<std::unique_ptr<Running>> EngineImpl::prepare(GenerationRequest r, uint64
   }
   run->stream = std::make_shared<Stream>(id);
   run->usage.prompt_tokens = int64_t(r.prompt.size());
+  if (r.adapter_scales) run->scales = *r.adapter_scales;
   run->req = std::move(r);
   return run;
 }
@@ -191,6 +210,10 @@ SubmittedGroup EngineImpl::submit_group(std::vector<GenerationRequest> requests)
     if (Submitted s = room_for_one(); s.refusal != Refusal::None) return refused(s);
     first_id = next_id_;
     next_id_ += n;
+    // Requests without scales of their own take the defaults of the moment they came.
+    for (GenerationRequest& r : requests) {
+      if (!r.adapter_scales) r.adapter_scales = default_scales_;
+    }
   }
   // Sampler chains (a grammar step decodes the vocabulary) are built outside the lock.
   SubmittedGroup out;
@@ -246,6 +269,18 @@ EngineStats EngineImpl::stats() const {
   return s;
 }
 
+std::vector<float> EngineImpl::adapter_scales() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return default_scales_;
+}
+
+Status EngineImpl::set_adapter_scales(std::vector<float> scales) {
+  TESSERA_RETURN_IF_ERROR(check_scales(scales, n_adapters_));
+  std::lock_guard<std::mutex> lock(mu_);
+  default_scales_ = std::move(scales);
+  return Status::ok();
+}
+
 // ---- Engine --------------------------------------------------------------------
 
 Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
@@ -264,6 +299,10 @@ bool Engine::step() { return impl_->step(); }
 void Engine::start() { impl_->start(); }
 void Engine::shutdown(bool cancel_running) { impl_->shutdown(cancel_running); }
 EngineStats Engine::stats() const { return impl_->stats(); }
+std::vector<float> Engine::adapter_scales() const { return impl_->adapter_scales(); }
+Status Engine::set_adapter_scales(std::vector<float> scales) {
+  return impl_->set_adapter_scales(std::move(scales));
+}
 const EngineParams& Engine::params() const { return impl_->params_; }
 const Model& Engine::model() const { return impl_->model_; }
 

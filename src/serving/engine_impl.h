@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -45,6 +46,8 @@ struct Running {
   int64_t chunk_len = 0;
   Usage usage;
   bool delivered_first = false;
+  std::vector<float> scales;  // the adapter scales it runs with (empty without adapters)
+  int64_t last_decoded = 0;   // the decode round it last had tokens in (or was admitted)
 
   bool prompt_done() const { return n_prompt_in_cache == int64_t(req.prompt.size()); }
   bool all_done() const;
@@ -60,6 +63,8 @@ class EngineImpl {
   void loop();
   void shutdown(bool cancel_running);
   EngineStats stats() const;
+  std::vector<float> adapter_scales() const;
+  Status set_adapter_scales(std::vector<float> scales);
 
   const Model& model_;
   const EngineParams params_;
@@ -78,6 +83,10 @@ class EngineImpl {
   void admit();
   PrefixCache::Match find_prefix(const Running& r);
   void reuse_prefix(Running& r, const PrefixCache::Match& m);
+  /// With adapters: the scale set this step decodes, set on the context.
+  void choose_scales();
+  /// Whether `r` runs with the scale set this step decodes.
+  bool in_step(const Running& r) const { return n_adapters_ == 0 || r.scales == step_scales_; }
   void build_batch(Batch& batch);
   void keep_regions_free(const Batch& batch);
   bool make_room(int64_t n_cells);
@@ -89,7 +98,7 @@ class EngineImpl {
   void fail_all(const std::string& message);
   /// Frees the request's slots; its sequences become cached prefixes when `cacheable`.
   void retire(Running& r, bool cacheable);
-  void store_prefix(SeqId seq);
+  void store_prefix(SeqId seq, std::span<const float> scales = {});
   /// Drops the cached prefix of holder `h` (cells still used by others stay).
   void evict(SeqId h);
   void publish_stats();
@@ -107,6 +116,7 @@ class EngineImpl {
   bool stop_loop_ = false;
   std::atomic<bool> cancel_all_{false};
   uint64_t next_id_ = 1;
+  std::vector<float> default_scales_;  // adapter scales of requests without their own
   EngineStats stats_;
   std::thread thread_;
 
@@ -116,6 +126,9 @@ class EngineImpl {
   PrefixCache cache_;
   int64_t steps_ = 0;
   int64_t evictions_ = 0;
+  const size_t n_adapters_;
+  std::vector<float> step_scales_;  // with adapters: the scale set this step decodes
+  int64_t decode_round_ = 0;        // build_batch calls so far
 };
 
 }  // namespace tessera::serving

@@ -19,11 +19,13 @@ PrefixCache::PrefixCache(SeqId first_id, int n_ids) : first_id_(first_id), n_ids
 }
 
 PrefixCache::Match PrefixCache::longest_prefix(std::span<const TokenId> tokens,
-                                               const std::function<bool(SeqId)>& preferred) {
+                                               const std::function<bool(SeqId)>& preferred,
+                                               std::span<const float> scales) {
   Entry* best = nullptr;
   int64_t best_len = 0;
   bool best_preferred = false;
   for (Entry& e : entries_) {
+    if (!e.has_scales(scales)) continue;
     const int64_t n = common_prefix(e.tokens, tokens);
     if (n == 0 || n < best_len) continue;
     const bool pref = preferred && preferred(e.origin);
@@ -38,10 +40,11 @@ PrefixCache::Match PrefixCache::longest_prefix(std::span<const TokenId> tokens,
   return {best->holder, best_len, best->origin};
 }
 
-SeqId PrefixCache::covering(std::span<const TokenId> tokens) {
+SeqId PrefixCache::covering(std::span<const TokenId> tokens, std::span<const float> scales) {
   Entry* best = nullptr;
   for (Entry& e : entries_) {
-    if (e.tokens.size() >= tokens.size() && common_prefix(e.tokens, tokens) == int64_t(tokens.size()) &&
+    if (e.has_scales(scales) && e.tokens.size() >= tokens.size() &&
+        common_prefix(e.tokens, tokens) == int64_t(tokens.size()) &&
         (best == nullptr || e.last_used > best->last_used)) {
       best = &e;
     }
@@ -51,10 +54,12 @@ SeqId PrefixCache::covering(std::span<const TokenId> tokens) {
   return best->holder;
 }
 
-std::vector<SeqId> PrefixCache::covered_by(std::span<const TokenId> tokens) const {
+std::vector<SeqId> PrefixCache::covered_by(std::span<const TokenId> tokens,
+                                           std::span<const float> scales) const {
   std::vector<SeqId> out;
   for (const Entry& e : entries_) {
-    if (e.tokens.size() <= tokens.size() && common_prefix(e.tokens, tokens) == int64_t(e.tokens.size())) {
+    if (e.has_scales(scales) && e.tokens.size() <= tokens.size() &&
+        common_prefix(e.tokens, tokens) == int64_t(e.tokens.size())) {
       out.push_back(e.holder);
     }
   }
@@ -69,9 +74,10 @@ SeqId PrefixCache::free_holder() const {
   return -1;
 }
 
-void PrefixCache::insert(SeqId holder, std::vector<TokenId> tokens, SeqId origin) {
+void PrefixCache::insert(SeqId holder, std::vector<TokenId> tokens, SeqId origin,
+                         std::span<const float> scales) {
   TESSERA_CHECK(holder >= first_id_ && holder < first_id_ + n_ids_ && find(holder) == nullptr);
-  entries_.push_back({holder, std::move(tokens), ++clock_, origin});
+  entries_.push_back({holder, std::move(tokens), ++clock_, origin, {scales.begin(), scales.end()}});
 }
 
 SeqId PrefixCache::least_recently_used(SeqId origin, SeqId except) const {

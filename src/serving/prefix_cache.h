@@ -11,8 +11,13 @@
 // free sequence id of the cache's 64) and the comparison stops at the first difference,
 // so a lookup costs at most 63 x the prompt length integer compares (about 0.1 ms for a
 // 4096-token prompt): cheaper than any index would be to keep up to date.
+//
+// Each entry is tagged with the LoRA adapter scales its cells were computed with (empty
+// without adapters): the same tokens under other scales have other keys and values, so
+// lookups match only entries with equal scales.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -32,23 +37,27 @@ class PrefixCache {
     int64_t length = 0;  // tokens in common, counted from the start
     SeqId origin = -1;   // the slot whose home region holds the entry's cells
   };
+  /// Lookups consider only the entries computed with adapter scales `scales`.
   /// The entry that shares the longest start with `tokens`, marked as used now. Among
   /// equals: one whose origin `preferred` says yes to (e.g. a free slot, where the prefix
   /// can be shared in place), then the most recently used.
   Match longest_prefix(std::span<const TokenId> tokens,
-                       const std::function<bool(SeqId origin)>& preferred = nullptr);
+                       const std::function<bool(SeqId origin)>& preferred = nullptr,
+                       std::span<const float> scales = {});
   /// The entry whose tokens start with all of `tokens` (then storing them adds nothing;
   /// the most recently used of several), marked as used now; -1 when none.
-  SeqId covering(std::span<const TokenId> tokens);
+  SeqId covering(std::span<const TokenId> tokens, std::span<const float> scales = {});
   /// The entries whose tokens are a start of `tokens` (a new entry for `tokens` makes
   /// them redundant).
-  std::vector<SeqId> covered_by(std::span<const TokenId> tokens) const;
+  std::vector<SeqId> covered_by(std::span<const TokenId> tokens,
+                                std::span<const float> scales = {}) const;
 
   /// A holder id no entry uses, -1 when all are taken.
   SeqId free_holder() const;
   /// Records that `holder` (free) now keeps `tokens`, in cells of the home region of slot
-  /// `origin`; it is the most recently used.
-  void insert(SeqId holder, std::vector<TokenId> tokens, SeqId origin);
+  /// `origin`, computed with adapter scales `scales`; it is the most recently used.
+  void insert(SeqId holder, std::vector<TokenId> tokens, SeqId origin,
+              std::span<const float> scales = {});
   /// The least recently used entry's holder (among those of slot `origin` when it is not
   /// -1, and other than `except`), -1 when there is none.
   SeqId least_recently_used(SeqId origin = -1, SeqId except = -1) const;
@@ -66,6 +75,11 @@ class PrefixCache {
     std::vector<TokenId> tokens;
     uint64_t last_used;
     SeqId origin;
+    std::vector<float> scales;  // the adapter scales its cells were computed with
+
+    bool has_scales(std::span<const float> s) const {
+      return std::equal(scales.begin(), scales.end(), s.begin(), s.end());
+    }
   };
   Entry* find(SeqId holder);
 

@@ -39,6 +39,7 @@ bool EngineImpl::step() {
     publish_stats();
     return did;
   }
+  if (n_adapters_ > 0) choose_scales();
   Batch batch;
   build_batch(batch);
   TESSERA_CHECK(!batch.empty());  // a running request always has a token to decode
@@ -108,6 +109,7 @@ void EngineImpl::admit() {
       slot_busy_[size_t(c.seq)] = true;
     }
     r->usage.admitted = Clock::now();
+    r->last_decoded = decode_round_;
     reuse_prefix(*r, m);
     running_.push_back(std::move(r));
   }
@@ -117,8 +119,9 @@ PrefixCache::Match EngineImpl::find_prefix(const Running& r) {
   if (!params_.prefix_cache || !r.req.cache_prompt || r.req.embedding) return {};
   // The last prompt token is always decoded: its logits give the first token.
   const std::span<const TokenId> prompt(r.req.prompt);
-  return cache_.longest_prefix(prompt.first(prompt.size() - 1),
-                               [&](SeqId origin) { return !slot_busy_[size_t(origin)]; });
+  return cache_.longest_prefix(
+      prompt.first(prompt.size() - 1), [&](SeqId origin) { return !slot_busy_[size_t(origin)]; },
+      r.scales);
 }
 
 // Why a copy when the prefix lives in another slot's region: attention reads every cell
@@ -146,11 +149,25 @@ void EngineImpl::reuse_prefix(Running& r, const PrefixCache::Match& m) {
   r.usage.cached_tokens = m.length;
 }
 
+// llama-server never batches slots with different LoRA configurations together; here a
+// step decodes the requests of one scale set: the set of the request that has waited
+// longest for a decode (the first admitted among equals), so that every set progresses.
+void EngineImpl::choose_scales() {
+  const Running* oldest = running_.front().get();
+  for (const auto& r : running_) {
+    if (r->last_decoded < oldest->last_decoded) oldest = r.get();
+  }
+  step_scales_ = oldest->scales;
+  must(ctx_->set_adapter_scales(step_scales_));  // checked at submit()
+}
+
 void EngineImpl::build_batch(Batch& batch) {
+  ++decode_round_;
   // One token for every generating sequence first ...
   for (auto& r : running_) {
     r->chunk_len = 0;
-    if (!r->prompt_done()) continue;
+    if (!r->prompt_done() || !in_step(*r)) continue;
+    r->last_decoded = decode_round_;
     for (Choice& c : r->choices) {
       if (c.done) continue;
       c.batch_index = batch.size();
@@ -162,13 +179,14 @@ void EngineImpl::build_batch(Batch& batch) {
   for (auto& r : running_) {
     const int64_t room = params_.batch_budget - batch.size();
     if (room <= 0) break;
-    if (r->prompt_done()) continue;
+    if (r->prompt_done() || !in_step(*r)) continue;
     const int64_t n_prompt = int64_t(r->req.prompt.size());
     const int64_t chunk = std::min(room, n_prompt - r->n_prompt_in_cache);
     seqs.clear();
     for (const Choice& c : r->choices) seqs.push_back(c.seq);
     r->chunk_begin = batch.size();
     r->chunk_len = chunk;
+    r->last_decoded = decode_round_;
     for (int64_t k = 0; k < chunk; ++k) {
       const int64_t pos = r->n_prompt_in_cache + k;
       const bool last = pos == n_prompt - 1;
@@ -331,7 +349,7 @@ void EngineImpl::retire(Running& r, bool cacheable) {
   for (Choice& c : r.choices) {
     if (c.seq < 0) continue;
     if (keep) {
-      store_prefix(c.seq);
+      store_prefix(c.seq, r.scales);
     } else {
       must(ctx_->seq_rm(c.seq, -1, -1));
     }
@@ -340,13 +358,13 @@ void EngineImpl::retire(Running& r, bool cacheable) {
   }
 }
 
-void EngineImpl::store_prefix(SeqId seq) {
+void EngineImpl::store_prefix(SeqId seq, std::span<const float> scales) {
   std::vector<TokenId> tokens = ctx_->seq_tokens(seq);
-  if (tokens.empty() || cache_.covering(tokens) >= 0) {
+  if (tokens.empty() || cache_.covering(tokens, scales) >= 0) {
     must(ctx_->seq_rm(seq, -1, -1));
     return;
   }
-  for (SeqId h : cache_.covered_by(tokens)) {  // the new entry holds all their cells
+  for (SeqId h : cache_.covered_by(tokens, scales)) {  // the new entry holds all their cells
     must(ctx_->seq_rm(h, -1, -1));
     cache_.erase(h);
   }
@@ -358,7 +376,7 @@ void EngineImpl::store_prefix(SeqId seq) {
   TESSERA_CHECK(holder >= 0);
   must(ctx_->seq_cp(seq, holder, -1, -1));
   must(ctx_->seq_rm(seq, -1, -1));
-  cache_.insert(holder, std::move(tokens), seq);
+  cache_.insert(holder, std::move(tokens), seq, scales);
 }
 
 void EngineImpl::evict(SeqId h) {

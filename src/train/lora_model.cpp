@@ -33,7 +33,7 @@ void add_pair(TrainModel& m, LayerWeights& l, Tensor* w, const LoraShape& s) {
   Tensor* b = m.arena.new_tensor(DType::F32, {s.r, w->ne[1], 1, 1}, w->name + ".lora_b");
   m.params.push_back(a);
   m.params.push_back(b);
-  l.lora.push_back({w, a, b, s.alpha / float(s.r)});
+  l.lora.push_back({.target = w, .a = a, .b = b, .scale = s.alpha / float(s.r)});
 }
 
 }  // namespace

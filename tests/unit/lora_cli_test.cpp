@@ -13,7 +13,7 @@
 
 #include "common/cli_run.h"
 #include "common/server_process.h"
-#include "unit/lora_test_util.h"
+#include "common/lora_test_util.h"
 
 namespace tessera::test {
 namespace {

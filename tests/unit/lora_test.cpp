@@ -6,23 +6,25 @@
 //    (float rounding of W x + s b (a x) against (W + s b a) x), alone and two at once;
 //  - the merged file keeps every other tensor and key; bad adapters are refused with the
 //    adapter file and the tensor named.
+#include "tessera/lora.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/lora_test_util.h"
 #include "common/runtime_test_util.h"
 #include "model/model_impl.h"
 #include "tessera/gguf.h"
 #include "tessera/log.h"
-#include "tessera/lora.h"
 #include "tessera/quantize.h"
 #include "tessera/synth.h"
-#include "unit/lora_test_util.h"
 
 namespace tessera {
 namespace {
@@ -95,29 +97,39 @@ std::unique_ptr<Model> load(const std::string& path, const std::vector<AdapterSp
   return m ? std::move(*m) : nullptr;
 }
 
-// The logits of every token of a 9-token prompt (one batch), then of 4 single-token steps
-// with fixed tokens, so that two models see the same inputs whatever they predict.
-std::vector<float> logits_of(const Model& m) {
+std::unique_ptr<Context> context_of(const Model& m) {
   ContextParams cp;
   cp.n_ctx = 32;
   cp.n_threads = 2;
   cp.all_logits = true;
   Result<std::unique_ptr<Context>> c = Context::create(m, cp);
   EXPECT_TRUE(c.is_ok()) << c.status().message();
+  return c ? std::move(*c) : nullptr;
+}
+
+// The logits of every token of a 9-token prompt (one batch), then of 4 single-token steps
+// with fixed tokens, so that two models see the same inputs whatever they predict. The
+// context is cleared first.
+std::vector<float> logits_in(Context& c) {
+  c.clear();
   std::vector<float> out;
-  if (!c) return out;
-  const std::vector<TokenId> prompt = test::some_tokens(9, 3, m.info().n_vocab);
-  EXPECT_TRUE((*c)->decode(prompt).is_ok());
+  const std::vector<TokenId> prompt = test::some_tokens(9, 3, c.n_vocab());
+  EXPECT_TRUE(c.decode(prompt).is_ok());
   for (size_t i = 0; i < prompt.size(); ++i) {
-    const std::span<const float> l = (*c)->logits_at(int64_t(i));
+    const std::span<const float> l = c.logits_at(int64_t(i));
     out.insert(out.end(), l.begin(), l.end());
   }
-  for (TokenId t : test::some_tokens(4, 11, m.info().n_vocab)) {
+  for (TokenId t : test::some_tokens(4, 11, c.n_vocab())) {
     const TokenId one[] = {t};
-    EXPECT_TRUE((*c)->decode(one).is_ok());
-    out.insert(out.end(), (*c)->logits().begin(), (*c)->logits().end());
+    EXPECT_TRUE(c.decode(one).is_ok());
+    out.insert(out.end(), c.logits().begin(), c.logits().end());
   }
   return out;
+}
+
+std::vector<float> logits_of(const Model& m) {
+  std::unique_ptr<Context> c = context_of(m);
+  return c ? logits_in(*c) : std::vector<float>{};
 }
 
 void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -180,6 +192,66 @@ TEST_P(ZeroUpdate, ScaleZeroGivesTheBaseLogitsBitForBit) {
   std::unique_ptr<Model> adapted = load(base, {{a, 0.0f}});
   ASSERT_TRUE(plain && adapted);
   expect_same_bits(logits_of(*adapted), logits_of(*plain));
+}
+
+// Scales set at run time (Context::set_adapter_scales) give, bit for bit, the logits of the
+// model loaded with those scales, whatever was set before in the same context (its graphs
+// are cached per scale set); scale 0 everywhere gives the base model's.
+TEST_P(ZeroUpdate, ScalesSetAtRunTimeGiveTheLogitsOfTheModelLoadedWithThem) {
+  const std::string& base = base_model(GetParam());
+  AdapterFile qv = adapter(
+      GetParam(), {"blk.0.attn_q.weight", "blk.1.attn_v.weight", "blk.0.ffn_down.weight"}, 3, 12);
+  qv.stddev = 0.2f;
+  qv.alpha = 5;  // alpha / r is not exact in floats: the product's order shows
+  AdapterFile all = adapter(GetParam(), test::llama_projections(kLayers), 4, 13);
+  all.stddev = 0.1f;
+  const std::string qv_path = write(qv, "rt_qv"), all_path = write(all, "rt_all");
+  std::unique_ptr<Model> adapted = load(base, {{qv_path, 1.0f}, {all_path, 1.0f}});
+  std::unique_ptr<Model> plain = load(base);
+  ASSERT_TRUE(adapted && plain);
+  EXPECT_EQ(adapted->info().adapter_scales, (std::vector<float>{1.0f, 1.0f}));
+  std::unique_ptr<Context> c = context_of(*adapted);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(std::vector<float>(c->adapter_scales().begin(), c->adapter_scales().end()),
+            adapted->info().adapter_scales);
+  const std::vector<float> at_load = logits_in(*c);
+  const std::vector<std::vector<float>> sets = {
+      {0.7f, -1.3f}, {0.0f, 0.9f}, {0.7f, -1.3f}, {1.0f, 1.0f}, {0.0f, 0.0f}};
+  for (const std::vector<float>& s : sets) {
+    SCOPED_TRACE("scales " + std::to_string(s[0]) + ", " + std::to_string(s[1]));
+    ASSERT_TRUE(c->set_adapter_scales(s).is_ok());
+    std::unique_ptr<Model> loaded = load(base, {{qv_path, s[0]}, {all_path, s[1]}});
+    ASSERT_TRUE(loaded);
+    const std::vector<float> want = logits_of(*loaded);
+    expect_same_bits(logits_in(*c), want);
+    if (s == std::vector<float>{1.0f, 1.0f}) expect_same_bits(want, at_load);
+    if (s == std::vector<float>{0.0f, 0.0f}) expect_same_bits(want, logits_of(*plain));
+  }
+  EXPECT_GT(test::nmse(at_load, logits_of(*plain)), 1e-4);  // the adapters change something
+}
+
+TEST(LoraRuntimeScales, BadScalesAreRefusedAndChangeNothing) {
+  const std::string& base = base_model(DType::F32);
+  const std::string a = write(adapter(DType::F32, {"blk.0.attn_q.weight"}, 2, 14), "rt_bad");
+  std::unique_ptr<Model> adapted = load(base, {{a, 0.5f}});
+  std::unique_ptr<Model> plain = load(base);
+  ASSERT_TRUE(adapted && plain);
+  std::unique_ptr<Context> c = context_of(*adapted);
+  std::unique_ptr<Context> without = context_of(*plain);
+  ASSERT_TRUE(c && without);
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  for (const std::vector<float>& s :
+       std::vector<std::vector<float>>{{}, {1.0f, 1.0f}, {nan}, {inf}, {-inf}}) {
+    const Status st = c->set_adapter_scales(s);
+    EXPECT_FALSE(st.is_ok());
+    EXPECT_NE(st.message().find("set_adapter_scales"), std::string::npos) << st.message();
+    EXPECT_EQ(c->adapter_scales()[0], 0.5f);
+  }
+  EXPECT_TRUE(without->adapter_scales().empty());
+  EXPECT_TRUE(without->set_adapter_scales({}).is_ok());
+  const float one[] = {1.0f};
+  EXPECT_FALSE(without->set_adapter_scales(one).is_ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Bases, ZeroUpdate, ::testing::Values(DType::F32, DType::Q8_0),

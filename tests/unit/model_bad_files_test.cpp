@@ -16,7 +16,7 @@
 #include "tessera/model.h"
 #include "tessera/synth.h"
 #include "tessera/tokenizer.h"
-#include "unit/lora_test_util.h"
+#include "common/lora_test_util.h"
 
 namespace tessera {
 namespace {

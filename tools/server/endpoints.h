@@ -38,7 +38,14 @@ void handle_llama_embeddings(ServerContext& ctx, const HttpRequest& req, HttpRes
 void handle_health(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 void handle_metrics(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 
-/// The --lora adapters, in llama.cpp's shape: [{"id", "path", "scale"}] (/props, /v1/models).
+// LoRA adapters (lora_endpoints.cpp)
+/// GET /lora-adapters: adapters_json().
+void handle_get_lora_adapters(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+/// POST /lora-adapters, a body [{"id", "scale"}]: the default scales of later requests
+/// (adapters not listed: 0); answers {"success": true}.
+void handle_post_lora_adapters(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+/// The --lora adapters with their current default scales, in llama.cpp's shape:
+/// [{"id", "path", "scale"}] (/lora-adapters, /props, /v1/models).
 nlohmann::json adapters_json(const ServerContext& ctx);
 /// Writes `body` as the JSON response with `status`.
 void send_json(HttpResponse& res, const nlohmann::json& body, int status = 200);

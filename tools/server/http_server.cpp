@@ -48,6 +48,8 @@ constexpr Route kRoutes[] = {
     {"/props", "GET", handle_props, true, false},
     {"/slots", "GET", handle_slots, true, false},
     {"/metrics", "GET", handle_metrics, true, false},
+    {"/lora-adapters", "GET", handle_get_lora_adapters, true, false},
+    {"/lora-adapters", "POST", handle_post_lora_adapters, true, false},
 };
 
 void send_error(HttpResponse& res, const ApiError& e) {

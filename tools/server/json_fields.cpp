@@ -46,6 +46,13 @@ std::string range_text(double min, double max) {
 }  // namespace
 
 json parse_body(std::string_view body) {
+  json j = parse_json(body);
+  if (!j.is_object())
+    throw bad_request("request body must be a JSON object, not " + type_words(j), "invalid_json");
+  return j;
+}
+
+json parse_json(std::string_view body) {
   if (nesting_depth(body) > kMaxDepth) {
     throw bad_request("request body nests arrays or objects deeper than " + std::to_string(kMaxDepth) +
                       " levels (the server's limit kMaxJsonDepth)", "invalid_json");
@@ -56,7 +63,6 @@ json parse_body(std::string_view body) {
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw bad_request(std::string("request body is not valid JSON: ") + e.what(), "invalid_json");
   }
-  if (!j.is_object()) throw bad_request("request body must be a JSON object, not " + type_words(j), "invalid_json");
   return j;
 }
 

@@ -17,6 +17,8 @@ using nlohmann::json;
 /// Parses a request body as one JSON object; a 400 for anything else (the parser's
 /// message included). Nesting deeper than 64 levels is refused before parsing.
 json parse_body(std::string_view body);
+/// The same for a body that may be any JSON value (POST /lora-adapters takes an array).
+json parse_json(std::string_view body);
 
 /// Typed access to the members of a JSON object.
 class Fields {

@@ -307,14 +307,6 @@ void handle_apply_template(ServerContext& ctx, const HttpRequest& req, HttpRespo
   send_json(res, {{"prompt", ctx.chat_template->format(messages, true)}});
 }
 
-json adapters_json(const ServerContext& ctx) {
-  json list = json::array();
-  for (const AdapterSpec& a : ctx.options.adapters) {
-    list.push_back({{"id", list.size()}, {"path", a.path}, {"scale", a.scale}});
-  }
-  return list;
-}
-
 void handle_props(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {
   ctx.require_ready();
   const serving::EngineParams& p = ctx.engine->params();

@@ -285,6 +285,7 @@ Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx)
   }
   decode_logprobs(body, dialect, job.request);
   decode_generation_fields(body, dialect, ctx, job.request);
+  job.request.adapter_scales = decode_lora_field(body, ctx);
   if (dialect != Dialect::Chat) {
     truncate_prompts(body, ctx, job);
     if (infill.truncated) job.prompt_truncated.at(0) = true;

@@ -3,6 +3,7 @@
 // Every function throws a 400 ApiError naming the first bad field.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,12 @@ Job decode_embedding_job(const Fields& body, const ServerContext& ctx);
 /// sampling_decode.cpp.
 void decode_generation_fields(const Fields& body, Dialect dialect, const ServerContext& ctx,
                               serving::GenerationRequest& r);
+
+/// A list [{"id", "scale"}] named `param` (a request's `lora`, POST /lora-adapters'
+/// body): one scale per adapter, those not listed 0. lora_endpoints.cpp.
+std::vector<float> decode_lora_list(const json& list, const std::string& param, size_t n_adapters);
+/// A request's `lora` field; absent: the engine's defaults. lora_endpoints.cpp.
+std::optional<std::vector<float>> decode_lora_field(const Fields& body, const ServerContext& ctx);
 
 /// A list of token ids (`param` names the field), each checked against the vocabulary.
 std::vector<TokenId> decode_token_list(const json& v, const std::string& param, int32_t n_vocab);

@@ -27,6 +27,7 @@ enum class Command : uint8_t {
   ContextShift,    // context id, seq, n_keep
   FreeModel,       // model id
   Exit,            // the job is over
+  AdapterScales,   // context id, the adapters' user scales
 };
 
 class MessageWriter {

@@ -1,4 +1,4 @@
-#include "unit/lora_test_util.h"
+#include "common/lora_test_util.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
