@@ -191,7 +191,8 @@ class ChatSession {
   /// Where the reply's text in pending_ stops (a blank line after some text), or npos.
   size_t blank_line_stop() const;
   /// Tokens of format(messages, generation_prompt) from the start of a context.
-  std::vector<TokenId> encode_all(std::span<const ChatMessage> messages, bool generation_prompt) const;
+  std::vector<TokenId> encode_all(std::span<const ChatMessage> messages,
+                                  bool generation_prompt) const;
   /// Drops the oldest turns of `messages` (not its system message, nor its last turn)
   /// until its tokens fit with `room` tokens to spare; returns those tokens and sets
   /// dropped_turns_. Errors: even the last turn alone does not fit in the context.

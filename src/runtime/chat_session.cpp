@@ -24,8 +24,8 @@ ChatSession::ChatSession(Context& context, const Tokenizer& tokenizer, ChatTempl
 
 int64_t ChatSession::reply_room() const {
   if (reply_room_ <= 0) return 0;
-  const int64_t suffix =
-      int64_t(tokenizer_->encode(template_.assistant_suffix(), false, /*parse_special=*/true).size());
+  const int64_t suffix = int64_t(
+      tokenizer_->encode(template_.assistant_suffix(), false, /*parse_special=*/true).size());
   return std::min(reply_room_ + suffix, context_->n_ctx() / 2);
 }
 
@@ -68,7 +68,8 @@ Status ChatSession::evaluate_again(std::vector<ChatMessage> messages,
   TESSERA_RETURN_IF_ERROR(context_->decode(tokens));
   messages_ = std::move(messages);
   last_turn_tokens_ = int64_t(tokens.size());
-  log(LogLevel::Info, "chat: %d oldest turns dropped; the conversation (%lld tokens) evaluated again",
+  log(LogLevel::Info,
+      "chat: %d oldest turns dropped; the conversation (%lld tokens) evaluated again",
       dropped_turns_, static_cast<long long>(tokens.size()));
   return Status::ok();
 }
@@ -112,9 +113,10 @@ Status ChatSession::replace(std::vector<ChatMessage> messages) {
   const size_t first_turn = !messages.empty() && messages[0].role == "system" ? 1 : 0;
   for (size_t i = first_turn; i < messages.size(); ++i) {
     const char* role = (i - first_turn) % 2 == 0 ? "user" : "assistant";
+    const char* article = (i - first_turn) % 2 == 0 ? "a " : "an ";
     if (messages[i].role != role) {
       return Status::error("messages[" + std::to_string(i) + "].role: '" + messages[i].role +
-                           "' where a " + role +
+                           "' where " + article + role +
                            " message belongs (a system message may only come first; then "
                            "user and assistant messages take turns)");
     }
@@ -232,6 +234,8 @@ Result<std::string> ChatSession::end_reply() {
     }
   }
   messages_.push_back({"assistant", reply_});
+  log(LogLevel::Info, "chat: reply closed: %zu bytes, n_past %lld of %lld", reply_.size(),
+      static_cast<long long>(context_->n_past()), static_cast<long long>(context_->n_ctx()));
   open_reply(false);
   return rest;
 }

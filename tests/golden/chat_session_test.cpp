@@ -171,7 +171,8 @@ TEST(ChatSession, ATurnThatDoesNotFitLeavesTheConversationUnchanged) {
 }
 
 /// Pushes the tokens of `text` as a reply; returns what was shown, and whether the reply ended.
-std::pair<std::string, bool> push_text(ChatSession& s, const Tokenizer& tok, const std::string& text) {
+std::pair<std::string, bool> push_text(ChatSession& s, const Tokenizer& tok,
+                                       const std::string& text) {
   std::string shown;
   for (const TokenId t : tok.encode(text, false)) {
     Result<ReplyStep> step = s.push(t);
@@ -303,8 +304,11 @@ TEST(ChatSession, ReplaceEvaluatesAConversationAndChecksItsOrder) {
     EXPECT_EQ(s.system_prompt(), "Old system.");
   }
 
-  const M loaded = {{"system", "New system."}, {"user", "Hello"}, {"assistant", "Hi there."},
-                    {"user", "Again"}, {"assistant", "Yes."}};
+  const M loaded = {{"system", "New system."},
+                    {"user", "Hello"},
+                    {"assistant", "Hi there."},
+                    {"user", "Again"},
+                    {"assistant", "Yes."}};
   ASSERT_TRUE(s.replace(loaded).is_ok());
   EXPECT_EQ(s.dropped_turns(), 0);
   EXPECT_EQ(s.system_prompt(), "New system.");
@@ -315,8 +319,9 @@ TEST(ChatSession, ReplaceEvaluatesAConversationAndChecksItsOrder) {
   const int64_t n_loaded = s.n_past();
   ASSERT_TRUE(s.add_user_message("More").is_ok());
   const std::vector<ChatMessage> more = {{"user", "More"}};
-  EXPECT_EQ(s.last_turn_tokens(),
-            int64_t(f.tok->encode(ChatTemplate().format_delta(loaded, more, true), false, true).size()));
+  EXPECT_EQ(
+      s.last_turn_tokens(),
+      int64_t(f.tok->encode(ChatTemplate().format_delta(loaded, more, true), false, true).size()));
   EXPECT_EQ(s.n_past(), n_loaded + s.last_turn_tokens());
   ASSERT_TRUE(s.end_reply().is_ok());
 
