@@ -4,13 +4,14 @@
 #  1. The built-in model: three turns, the third recalled with the Up key and edited
 #     with the arrow keys; /help lists the commands; an unknown command is refused;
 #     /bye quits with status 0.
-#  2. stories260K: two turns, a Ctrl-C during a long reply, one Ctrl-C at the prompt (a
+#  2. `tessera run` without -p starts the same chat; one turn, then Ctrl-D quits.
+#  3. stories260K: two turns, a Ctrl-C during a long reply, one Ctrl-C at the prompt (a
 #     hint), then /exit.
 #
 # Usage: scripts/chat_tmux_test.sh [TESSERA_BINARY] [MODEL]
 #   defaults: build/tessera and $TESSERA_SHARED (or ../shared)/models/stories260K.gguf
 # Exit status: 0 passed, 1 failed, 77 skipped (no tmux). Without the built-in model (a
-# build with TESSERA_DEFAULT_MODEL empty) part 1 is skipped, without MODEL part 2.
+# build with TESSERA_DEFAULT_MODEL empty) parts 1-2 are skipped, without MODEL part 3.
 # SHOW_SCREEN=1 prints each part's final screen.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -107,12 +108,23 @@ if "$bin" chat --help | grep -qF "the built-in"; then
   finish "/bye"
   passed+=("the built-in model: three replies, Up recalled and edited a line, /help, /nope refused, /bye quit (status 0)")
 
+  # ---- 2. run without -p on a terminal: a chat --------------------------------------
+  start "'$bin' run --temp 0 -t 1 -n 16"
+  wait_until 30 "the banner" shows "tessera chat: template chatml"
+  shows "no -p, so a chat starts" || fail "run did not say that it starts a chat"
+  wait_until 10 "the first prompt" prompt_count_is 1
+  t send-keys -t chat "And God said" Enter
+  wait_until 60 "the reply" prompt_count_is 2
+  has_reply "And God said" || fail "no reply in run's chat"
+  t send-keys -t chat C-d
+  finish "Ctrl-D"
+  passed+=("run without -p started a chat; Ctrl-D quit (status 0)")
 else
   echo "SKIP: this build has no built-in model (the built-in model's chat)"
 fi
 
 if [ -f "$model" ]; then
-  # ---- 2. stories260K: Ctrl-C during a reply and at the prompt -----------------------
+  # ---- 3. stories260K: Ctrl-C during a reply and at the prompt -----------------------
   # -n 3000 with an 8192 context: a reply takes a noticeable moment (stories260K never
   # ends its turn by itself here), long enough to be interrupted.
   start "'$bin' chat -m '$model' -c 8192 -n 3000 --temp 0 -t 1"

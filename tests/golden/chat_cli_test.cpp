@@ -288,5 +288,15 @@ TEST(ChatCli, ABadConversationFileIsRefusedAndTheChatGoesOn) {
   EXPECT_EQ(messages[2].second, "Again");
 }
 
+TEST(ChatCli, RunWithoutPromptOrTerminalIsAUsageError) {
+  // On a terminal `run` without -p starts a chat (scripts/chat_tmux_test.sh); from a pipe
+  // it cannot, and says what is missing.
+  const test::CliOutput o = test::run_tessera("run -n 4", "Hello\n");
+  EXPECT_NE(o.status, 0);
+  EXPECT_NE(o.status, 1) << "a usage error, not a runtime error";
+  EXPECT_NE(o.err.find("--prompt is required"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out, "");
+}
+
 }  // namespace
 }  // namespace tessera
