@@ -195,9 +195,9 @@ class ChatSession {
                                   bool generation_prompt) const;
   /// Drops the oldest turns of `messages` (not its system message, nor its last turn)
   /// until its tokens fit with `room` tokens to spare; returns those tokens and sets
-  /// dropped_turns_. Errors: even the last turn alone does not fit in the context.
+  /// dropped_turns_. Errors: even the last turn alone (called `what`) does not fit.
   Result<std::vector<TokenId>> fit(std::vector<ChatMessage>& messages, bool generation_prompt,
-                                   int64_t room);
+                                   int64_t room, const char* what);
   /// Clears the context and decodes `tokens`: the conversation `messages`, evaluated again.
   Status evaluate_again(std::vector<ChatMessage> messages, std::span<const TokenId> tokens);
   int64_t reply_room() const;

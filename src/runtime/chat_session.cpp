@@ -36,7 +36,8 @@ std::vector<TokenId> ChatSession::encode_all(std::span<const ChatMessage> messag
 }
 
 Result<std::vector<TokenId>> ChatSession::fit(std::vector<ChatMessage>& messages,
-                                              bool generation_prompt, int64_t room) {
+                                              bool generation_prompt, int64_t room,
+                                              const char* what) {
   const size_t first_turn = !messages.empty() && messages[0].role == "system" ? 1 : 0;
   const int64_t n_ctx = context_->n_ctx();
   int dropped = 0;
@@ -51,7 +52,7 @@ Result<std::vector<TokenId>> ChatSession::fit(std::vector<ChatMessage>& messages
     tokens = encode_all(messages, generation_prompt);
   }
   if (int64_t(tokens.size()) > n_ctx) {
-    return Status::error("chat: the context is full: the last turn needs " +
+    return Status::error(std::string("chat: the context is full: ") + what + " needs " +
                          std::to_string(tokens.size()) + " tokens" +
                          (first_turn ? " with the system message" : "") + ", more than the " +
                          std::to_string(n_ctx) + " of the context");
@@ -91,7 +92,7 @@ Status ChatSession::add_user_message(std::string_view text) {
     // No room after the conversation: keep its most recent turns that fit with this one.
     std::vector<ChatMessage> all = messages_;
     all.insert(all.end(), added.begin(), added.end());
-    Result<std::vector<TokenId>> fitted = fit(all, true, reply_room());
+    Result<std::vector<TokenId>> fitted = fit(all, true, reply_room(), "this turn");
     if (!fitted) return fitted.status();
     TESSERA_RETURN_IF_ERROR(evaluate_again(std::move(all), *fitted));
     open_reply(true);
@@ -132,7 +133,7 @@ Status ChatSession::replace(std::vector<ChatMessage> messages) {
     reset();
   } else {
     // No reply room: what fits is kept, and the next turn makes room as it needs.
-    Result<std::vector<TokenId>> fitted = fit(messages, false, 0);
+    Result<std::vector<TokenId>> fitted = fit(messages, false, 0, "the conversation's last turn");
     if (!fitted) return fitted.status();
     TESSERA_RETURN_IF_ERROR(evaluate_again(std::move(messages), *fitted));
   }

@@ -173,7 +173,7 @@ class ChatLoop {
     std::string line;
     while (next_message(line)) {
       if (Status s = session_.add_user_message(line); !s) {
-        note("tessera: " + s.message() + "; /clear starts a new conversation");
+        note("tessera: " + s.message() + "; send a shorter message (or restart with a larger -c)");
         continue;
       }
       report_dropped(session_);
