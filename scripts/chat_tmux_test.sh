@@ -3,7 +3,8 @@
 # checked after each step.
 #  1. The built-in model: three turns, the third recalled with the Up key and edited
 #     with the arrow keys; /help lists the commands; an unknown command is refused;
-#     /bye quits with status 0.
+#     /bye quits with status 0. Then Ctrl-Z and fg from an interactive shell: the line
+#     editor takes the terminal back.
 #  2. `tessera run` without -p starts the same chat; one turn, then Ctrl-D quits.
 #  3. stories260K: two turns, a Ctrl-C during a long reply, one Ctrl-C at the prompt (a
 #     hint), then /exit.
@@ -27,10 +28,23 @@ if [ ! -x "$bin" ]; then
   exit 1
 fi
 
-# A private tmux server (its own socket), so no other tmux session is touched.
+# Private tmux servers (their own sockets, one per part), so no other tmux session is
+# touched, and a part does not meet the previous part's server shutting down.
 sock="tessera-chat-test-$$"
-t() { tmux -L "$sock" "$@"; }
-trap 't kill-server >/dev/null 2>&1 || true' EXIT
+part=0
+t() { tmux -L "$sock-$part" "$@"; }
+# close: ends the current part's server and removes its socket file (tmux leaves it).
+close() {
+  t kill-server >/dev/null 2>&1 || true
+  rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$sock-$part"
+}
+trap close EXIT
+# new_terminal [COMMAND]: a fresh 160x50 terminal (the previous one closed).
+new_terminal() {
+  close
+  part=$((part + 1))
+  t new-session -d -s chat -x 160 -y 50 "$@"
+}
 
 screen() { t capture-pane -p -J -S - -t chat | sed 's/ *$//'; }
 prompts() { screen | grep -cE '^>( |$)' || true; }
@@ -59,11 +73,10 @@ cursor_line_is() { [ "$(cursor_line | sed 's/ *$//')" = "$1" ]; }
 reply_to() { screen | grep -A3 -xF -- "> $1" | tail -n +2 | grep -v '^(the context was full' | head -n 1; }
 has_reply() { local r; r="$(reply_to "$1")"; [ -n "$r" ] && [[ "$r" != ">"* ]]; }
 
-# start COMMAND: runs COMMAND in a fresh pane of a 160x50 terminal. A shell that ignores
+# start COMMAND: runs COMMAND in a fresh terminal. A shell that ignores
 # Ctrl-C itself (tessera installs its own handler) prints the exit status when it ends.
 start() {
-  t kill-server >/dev/null 2>&1 || true
-  t new-session -d -s chat -x 160 -y 50
+  new_terminal
   t set-option -t chat remain-on-exit on
   t respawn-pane -k -t chat "bash -c \"trap '' INT; $1; echo [exit \\\$?]\""
 }
@@ -107,6 +120,28 @@ if "$bin" chat --help | grep -qF "the built-in"; then
   t send-keys -t chat "/bye" Enter
   finish "/bye"
   passed+=("the built-in model: three replies, Up recalled and edited a line, /help, /nope refused, /bye quit (status 0)")
+
+  # ---- 1b. Ctrl-Z and fg from an interactive shell, at the prompt -------------------
+  # The shell puts the terminal in its own mode meanwhile; back in the chat, the line
+  # editor must take it again (else Up would print ^[[A).
+  new_terminal "env PS1='$ ' bash --norc --noprofile -i"
+  t send-keys -t chat "'$bin' chat --temp 0 -t 1 -n 8" Enter
+  wait_until 30 "the banner" shows "tessera chat: template chatml"
+  wait_until 10 "the first prompt" prompt_count_is 1
+  t send-keys -t chat "In the beginning" Enter
+  wait_until 60 "the reply" prompt_count_is 2
+  t send-keys -t chat C-z
+  wait_until 10 "the job to stop" shows "Stopped"
+  t send-keys -t chat "fg" Enter
+  wait_until 10 "the prompt redrawn after fg" prompt_count_is 3
+  t send-keys -t chat Up
+  wait_until 10 "Up to recall the line after fg" cursor_line_is "> In the beginning"
+  t send-keys -t chat Enter
+  wait_until 60 "the reply after fg" prompt_count_is 4
+  t send-keys -t chat "/bye" Enter
+  t send-keys -t chat 'echo "[exit $?]"' Enter
+  finish "/bye after Ctrl-Z and fg"
+  passed+=("Ctrl-Z, fg: the prompt came back, Up recalled the line, a reply, /bye quit (status 0)")
 
   # ---- 2. run without -p on a terminal: a chat --------------------------------------
   start "'$bin' run --temp 0 -t 1 -n 16"

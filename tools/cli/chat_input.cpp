@@ -24,6 +24,11 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void on_sigint(int) { g_interrupts.fetch_add(1, std::memory_order_relaxed); }
 
+// SIGCONT: the chat was stopped (Ctrl-Z) and continued (fg) while it waited for a line;
+// the shell has meanwhile put the terminal back in its own mode.
+std::atomic<int> g_continues{0};
+extern "C" void on_sigcont(int) { g_continues.fetch_add(1, std::memory_order_relaxed); }
+
 /// Waits until stdin has input, or until a Ctrl-C that came after `seen` interrupts. SIGINT
 /// is blocked between the check of the counter and the wait, and ppoll unblocks it
 /// atomically, so a Ctrl-C cannot slip in between and be missed.
@@ -97,6 +102,10 @@ class EditedInput : public LineInput {
     el_set(editor_, EL_CLIENTDATA, static_cast<void*>(this));
     el_set(editor_, EL_GETCFN, &EditedInput::read_char);
     el_source(editor_, nullptr);  // the user's ~/.editrc, as other libedit programs read it
+    struct sigaction sa = {};
+    sa.sa_handler = on_sigcont;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCONT, &sa, nullptr);
   }
   ~EditedInput() override {
     el_end(editor_);
@@ -134,6 +143,13 @@ class EditedInput : public LineInput {
     for (;;) {
       char byte = 0;
       const ssize_t n = wait_for_input(self.seen_) ? ::read(STDIN_FILENO, &byte, 1) : -1;
+      if (const int c = g_continues.load(); c != self.continues_) {
+        // Back from Ctrl-Z: the terminal in libedit's mode again, and the line redrawn.
+        self.continues_ = c;
+        el_set(editor, EL_PREP_TERM, 0);
+        el_set(editor, EL_PREP_TERM, 1);
+        el_set(editor, EL_REFRESH);
+      }
       if (n < 0 && (errno == EINTR || g_interrupts.load() != self.seen_)) {
         if (g_interrupts.load() == self.seen_) continue;  // another signal
         self.interrupted_ = true;
@@ -155,6 +171,7 @@ class EditedInput : public LineInput {
   History* history_ = nullptr;
   std::mbstate_t shift_{};
   int seen_ = 0;
+  int continues_ = 0;
   bool interrupted_ = false;
 };
 
