@@ -123,10 +123,13 @@ if "$bin" chat --help | grep -qF "the built-in"; then
 
   # ---- 1b. Ctrl-Z and fg from an interactive shell, at the prompt -------------------
   # The shell puts the terminal in its own mode meanwhile; back in the chat, the line
-  # editor must take it again (else Up would print ^[[A).
+  # editor must take it again (else Up would print ^[[A). stderr goes to a file here:
+  # the line is then edited on stdout, the terminal.
+  errlog="$(mktemp)"
+  trap 'close; rm -f "$errlog"' EXIT
   new_terminal "env PS1='$ ' bash --norc --noprofile -i"
-  t send-keys -t chat "'$bin' chat --temp 0 -t 1 -n 8" Enter
-  wait_until 30 "the banner" shows "tessera chat: template chatml"
+  t send-keys -t chat "'$bin' chat --temp 0 -t 1 -n 8 2>'$errlog'" Enter
+  wait_until 30 "the banner in the file of stderr" grep -qF "tessera chat: template chatml" "$errlog"
   wait_until 10 "the first prompt" prompt_count_is 1
   t send-keys -t chat "In the beginning" Enter
   wait_until 60 "the reply" prompt_count_is 2
@@ -141,7 +144,7 @@ if "$bin" chat --help | grep -qF "the built-in"; then
   t send-keys -t chat "/bye" Enter
   t send-keys -t chat 'echo "[exit $?]"' Enter
   finish "/bye after Ctrl-Z and fg"
-  passed+=("Ctrl-Z, fg: the prompt came back, Up recalled the line, a reply, /bye quit (status 0)")
+  passed+=("stderr in a file: the line edited on stdout; Ctrl-Z, fg: the prompt came back, Up recalled the line, a reply, /bye quit (status 0)")
 
   # ---- 2. run without -p on a terminal: a chat --------------------------------------
   start "'$bin' run --temp 0 -t 1 -n 16"

@@ -95,7 +95,10 @@ class EditedInput : public LineInput {
     history_ = history_init();
     history(history_, &ev, H_SETSIZE, 1000);
     history(history_, &ev, H_SETUNIQUE, 1);  // a line repeated at once is kept once
-    editor_ = el_init("tessera", stdin, stderr, stderr);
+    // The prompt and the line being edited go to stderr, like the chat's notes, unless
+    // only stdout is the terminal (`tessera chat 2>log`): libedit edits only on a terminal.
+    FILE* screen = isatty(STDERR_FILENO) == 0 && isatty(STDOUT_FILENO) != 0 ? stdout : stderr;
+    editor_ = el_init("tessera", stdin, screen, stderr);
     el_set(editor_, EL_EDITOR, "emacs");
     el_set(editor_, EL_PROMPT, &EditedInput::prompt);
     el_set(editor_, EL_HIST, history, history_);

@@ -27,7 +27,8 @@ class LineInput {
 };
 
 /// On a terminal: libedit (emacs keys, ~/.editrc, history), the prompt "> " and the
-/// line being edited on stderr. Otherwise: stdin's lines as they come.
+/// line being edited on stderr (on stdout when only stdout is the terminal). Otherwise:
+/// stdin's lines as they come.
 std::unique_ptr<LineInput> open_line_input(bool terminal);
 
 }  // namespace tessera::cli
