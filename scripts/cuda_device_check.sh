@@ -33,7 +33,7 @@
 # Packages: scripts/deps.sh installs them with apt, which that machine cannot reach. What
 # is missing is listed below; .deb files carried in .device-debs/ (`apt-get download` them
 # here: libcli11-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev libgtest-dev
-# libbenchmark-dev and whatever else the list names) are unpacked into /tmp/tessera-deps
+# libbenchmark-dev libedit-dev and whatever else the list names) are unpacked into /tmp/tessera-deps
 # and put on the compiler's and CMake's paths (not tried on that machine yet).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -105,7 +105,8 @@ missing=()
 for tool in cmake g++ pkg-config; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
 [ -x "$nvcc" ] || missing+=("nvcc ($nvcc)")
 for pair in CLI/CLI.hpp:libcli11-dev nlohmann/json.hpp:nlohmann-json3-dev pcre2.h:libpcre2-dev \
-  httplib.h:libcpp-httplib-dev gtest/gtest.h:libgtest-dev benchmark/benchmark.h:libbenchmark-dev; do
+  httplib.h:libcpp-httplib-dev gtest/gtest.h:libgtest-dev benchmark/benchmark.h:libbenchmark-dev \
+  histedit.h:libedit-dev; do
   if ! echo "#include <${pair%%:*}>" | g++ -std=c++20 -DPCRE2_CODE_UNIT_WIDTH=8 -E -x c++ - >/dev/null 2>&1; then
     missing+=("${pair##*:}")
   fi

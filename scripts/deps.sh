@@ -5,6 +5,7 @@
 set -euo pipefail
 packages=(cmake make g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev
           libcli11-dev nlohmann-json3-dev libpcre2-dev libboost-dev libcpp-httplib-dev
+          libedit-dev  # line editing and history in `tessera chat`
           libopenmpi-dev openmpi-bin)  # --mpi: a model split across the ranks of an mpirun job
 if [ "${1:-}" = "--tests" ]; then
   packages+=(tmux      # the test that drives `tessera chat` in a real terminal

@@ -102,6 +102,13 @@ class ChatTemplate {
   std::string eos_ = "</s>";
 };
 
+/// Whether a model with this vocabulary can end its replies under `chat_template`: the
+/// template's end marker ("<|im_end|>", "</s>", ...) is one token of the vocabulary, as it
+/// is for the models the template was made for. A model trained on plain text (tessera's
+/// built-in model, stories260K) has no such token under chatml and never ends a reply: its
+/// replies run until a length limit or a stop text (ChatSession::set_stop_at_blank_line).
+bool can_end_turn(const ChatTemplate& chat_template, const Tokenizer& tokenizer);
+
 /// What one reply token produced.
 struct ReplyStep {
   std::string text;   // text to show now (may be empty: held back or incomplete UTF-8)
@@ -122,9 +129,31 @@ class ChatSession {
 
   /// Adds a user message (with the system message before it on the first turn) and
   /// decodes the tokens of this turn only, up to the assistant's generation prompt.
-  /// Errors: the turn does not fit in the context (then nothing is decoded and the
-  /// conversation is unchanged), or a reply is still open.
+  /// When the turn and the reply room (set_reply_room) do not fit after the conversation,
+  /// or the last reply left the context full, the oldest turns are dropped (the system
+  /// message stays) and what remains is decoded again, from an empty context:
+  /// dropped_turns() says how many. Errors: the turn does not fit even alone (then
+  /// nothing is decoded and the conversation is unchanged), or a reply is still open.
   Status add_user_message(std::string_view text);
+
+  /// Replaces the conversation by `messages` and decodes it again: an optional system
+  /// message first (it becomes the system prompt, which reset() keeps; without one there
+  /// is none), then user and assistant messages in turn, ending with an assistant
+  /// message (or no turn at all). Oldest turns are dropped when the conversation does not
+  /// fit in the context (the next turn makes room for its reply as it needs); the last
+  /// turn must fit. Errors
+  /// name the message (`messages[3].role: ...`) and leave the conversation unchanged.
+  Status replace(std::vector<ChatMessage> messages);
+
+  /// Tokens kept free for a reply (and its closing suffix) when a turn is added; 0 by
+  /// default. Past half of the context it counts as half.
+  void set_reply_room(int64_t n_tokens) { reply_room_ = n_tokens; }
+  /// Ends a reply at its first blank line ("\n\n") after some text, which is not shown
+  /// or recorded (for models that never end a reply themselves, see can_end_turn).
+  void set_stop_at_blank_line(bool on) { stop_at_blank_line_ = on; }
+  /// Turns dropped from the start of the conversation by the last add_user_message or
+  /// replace (0: none).
+  int dropped_turns() const { return dropped_turns_; }
 
   /// Logits to sample the next reply token from.
   std::span<const float> logits() const;
@@ -147,6 +176,8 @@ class ChatSession {
 
   /// The conversation so far (the system message included once it is decoded).
   const std::vector<ChatMessage>& messages() const { return messages_; }
+  /// The system prompt (empty: none).
+  const std::string& system_prompt() const { return system_prompt_; }
   const ChatTemplate& chat_template() const { return template_; }
   /// Tokens in the context.
   int64_t n_past() const;
@@ -157,6 +188,19 @@ class ChatSession {
   /// Starts (open) or forgets the reply state.
   void open_reply(bool open);
   std::string take_safe_text();
+  /// Where the reply's text in pending_ stops (a blank line after some text), or npos.
+  size_t blank_line_stop() const;
+  /// Tokens of format(messages, generation_prompt) from the start of a context.
+  std::vector<TokenId> encode_all(std::span<const ChatMessage> messages,
+                                  bool generation_prompt) const;
+  /// Drops the oldest turns of `messages` (not its system message, nor its last turn)
+  /// until its tokens fit with `room` tokens to spare; returns those tokens and sets
+  /// dropped_turns_. Errors: even the last turn alone (called `what`) does not fit.
+  Result<std::vector<TokenId>> fit(std::vector<ChatMessage>& messages, bool generation_prompt,
+                                   int64_t room, const char* what);
+  /// Clears the context and decodes `tokens`: the conversation `messages`, evaluated again.
+  Status evaluate_again(std::vector<ChatMessage> messages, std::span<const TokenId> tokens);
+  int64_t reply_room() const;
 
   Context* context_;
   const Tokenizer* tokenizer_;
@@ -164,11 +208,15 @@ class ChatSession {
   std::string system_prompt_;
   std::vector<ChatMessage> messages_;
   int64_t last_turn_tokens_ = 0;
+  int64_t reply_room_ = 0;
+  bool stop_at_blank_line_ = false;
+  int dropped_turns_ = 0;
 
   // The open reply.
   bool replying_ = false;
   bool reply_done_ = false;  // an end-of-generation token or the end marker came
   bool marker_seen_ = false;
+  bool blank_line_seen_ = false;  // the reply ended at a blank line
   bool unclosed_ = false;  // the last reply's suffix did not fit: the context is full
   std::string reply_;      // text of the reply so far (what the history will record)
   std::string pending_;    // decoded text not shown yet (could start the end marker)

@@ -1,5 +1,6 @@
 // ChatSession on a real model (stories260K, chatml): each turn decodes only its own
-// tokens, the context then holds exactly the conversation, and replies end where they must.
+// tokens, the context then holds exactly the conversation, replies end where they must,
+// and a conversation that outgrows the context keeps going without its oldest turns.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -167,6 +168,180 @@ TEST(ChatSession, ATurnThatDoesNotFitLeavesTheConversationUnchanged) {
   s.reset();
   EXPECT_EQ(s.n_past(), 0);
   EXPECT_TRUE(s.messages().empty());
+}
+
+/// Pushes the tokens of `text` as a reply; returns what was shown, and whether the reply ended.
+std::pair<std::string, bool> push_text(ChatSession& s, const Tokenizer& tok,
+                                       const std::string& text) {
+  std::string shown;
+  for (const TokenId t : tok.encode(text, false)) {
+    Result<ReplyStep> step = s.push(t);
+    EXPECT_TRUE(step.is_ok()) << step.status().message();
+    if (!step) break;
+    shown += step->text;
+    if (step->done) return {shown, true};
+  }
+  return {shown, false};
+}
+
+/// Tokens of the conversation from the start of a context, as a fresh evaluation has them.
+size_t conversation_tokens(const ChatSession& s, const Tokenizer& tok, bool generation_prompt) {
+  return tok.encode(s.chat_template().format(s.messages(), generation_prompt), true, true).size();
+}
+
+TEST(ChatSession, WhenATurnDoesNotFitTheOldestTurnsAreDropped) {
+  TESSERA_REQUIRE_SHARED(path, "models/stories260K.gguf");
+  Fixture f = open(path, 256);
+  ASSERT_TRUE(f.ctx && f.tok);
+  ChatSession s(*f.ctx, *f.tok, ChatTemplate(), "Be brief.");
+  s.set_reply_room(16);
+  int turn = 0;
+  for (; turn < 10; ++turn) {
+    const Status st = s.add_user_message("Tell me about turn " + std::to_string(turn));
+    ASSERT_TRUE(st.is_ok()) << "turn " << turn << ": " << st.message();
+    EXPECT_LE(s.n_past() + 16, f.ctx->n_ctx()) << "no room left for the reply";
+    if (s.dropped_turns() > 0) break;
+    greedy_reply(s, 12);
+    ASSERT_TRUE(s.end_reply().is_ok());
+  }
+  ASSERT_LT(turn, 10) << "ten turns fitted in 256 tokens";
+  ASSERT_GE(turn, 2);
+  // The system message stays; the conversation now starts at a later turn, ends with the
+  // new user message, and the context holds exactly its tokens.
+  const std::vector<ChatMessage>& m = s.messages();
+  ASSERT_GE(m.size(), 2u);
+  EXPECT_EQ(m.front().role, "system");
+  EXPECT_EQ(m.front().content, "Be brief.");
+  EXPECT_EQ(m[1].role, "user");
+  EXPECT_NE(m[1].content, "Tell me about turn 0");
+  EXPECT_EQ(m.back().content, "Tell me about turn " + std::to_string(turn));
+  EXPECT_EQ(size_t(s.n_past()), conversation_tokens(s, *f.tok, true));
+  EXPECT_EQ(s.last_turn_tokens(), s.n_past());
+  // And so on: the conversation goes on, always with room for the reply.
+  for (int more = 0; more < 5; ++more) {
+    greedy_reply(s, 12);
+    ASSERT_TRUE(s.end_reply().is_ok());
+    ASSERT_TRUE(s.add_user_message("And then?").is_ok());
+    EXPECT_LE(s.n_past() + 16, f.ctx->n_ctx());
+  }
+}
+
+TEST(ChatSession, AReplyThatFillsTheContextIsFollowedByTheNextTurn) {
+  TESSERA_REQUIRE_SHARED(path, "models/stories260K.gguf");
+  Fixture f = open(path, 64);
+  ASSERT_TRUE(f.ctx && f.tok);
+  ChatSession s(*f.ctx, *f.tok, ChatTemplate());
+  ASSERT_TRUE(s.add_user_message("Hello").is_ok());
+  while (!s.context_full()) {
+    Result<ReplyStep> step = s.push(argmax(s.logits()));
+    ASSERT_TRUE(step.is_ok()) << step.status().message();
+    if (step->done) break;
+  }
+  ASSERT_TRUE(s.context_full());
+  ASSERT_TRUE(s.end_reply().is_ok());  // no room for "<|im_end|>\n"
+  const Status st = s.add_user_message("And then?");
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(s.dropped_turns(), 1);
+  ASSERT_EQ(s.messages().size(), 1u);
+  EXPECT_EQ(s.messages()[0].content, "And then?");
+  EXPECT_EQ(size_t(s.n_past()), conversation_tokens(s, *f.tok, true));
+}
+
+TEST(ChatSession, ABlankLineEndsTheReplyWhenAsked) {
+  TESSERA_REQUIRE_SHARED(path, "models/stories260K.gguf");
+  Fixture f = open(path, 256);
+  ASSERT_TRUE(f.ctx && f.tok);
+  ChatSession s(*f.ctx, *f.tok, ChatTemplate());
+  s.set_stop_at_blank_line(true);
+  ASSERT_TRUE(s.add_user_message("Hi").is_ok());
+  // Blank lines before any text do not end it; the first one after text does, unshown.
+  const auto [shown, done] = push_text(s, *f.tok, "\n\nYes.\nNo.\n\nMore");
+  EXPECT_TRUE(done);
+  EXPECT_EQ(shown.find("More"), std::string::npos);
+  EXPECT_EQ(shown.substr(shown.size() - 8), "Yes.\nNo.") << shown;
+  const int64_t n = s.n_past();
+  Result<std::string> rest = s.end_reply();
+  ASSERT_TRUE(rest.is_ok());
+  EXPECT_EQ(*rest, "");
+  EXPECT_EQ(s.messages().back().content, shown);
+  // The whole suffix closes the turn (the model wrote no end marker).
+  EXPECT_EQ(s.n_past(), n + int64_t(f.tok->encode("<|im_end|>\n", false, true).size()));
+
+  // Off (the default), a blank line is text like any other.
+  ChatSession plain(*f.ctx, *f.tok, ChatTemplate());
+  f.ctx->clear();
+  ASSERT_TRUE(plain.add_user_message("Hi").is_ok());
+  const auto [all, ended] = push_text(plain, *f.tok, "Yes.\n\nMore");
+  EXPECT_FALSE(ended);
+  ASSERT_TRUE(plain.end_reply().is_ok());
+  EXPECT_NE(plain.messages().back().content.find("\n\nMore"), std::string::npos);
+}
+
+TEST(ChatSession, ReplaceEvaluatesAConversationAndChecksItsOrder) {
+  TESSERA_REQUIRE_SHARED(path, "models/stories260K.gguf");
+  Fixture f = open(path, 256);
+  ASSERT_TRUE(f.ctx && f.tok);
+  ChatSession s(*f.ctx, *f.tok, ChatTemplate(), "Old system.");
+  ASSERT_TRUE(s.add_user_message("Before").is_ok());
+  greedy_reply(s, 3);
+  ASSERT_TRUE(s.end_reply().is_ok());
+  const std::vector<ChatMessage> before = s.messages();
+  const int64_t n_before = s.n_past();
+
+  using M = std::vector<ChatMessage>;
+  const std::pair<M, std::string> bad[] = {
+      {{{"user", "a"}, {"user", "b"}}, "messages[1].role"},
+      {{{"assistant", "a"}}, "messages[0].role"},
+      {{{"user", "a"}, {"assistant", "b"}, {"system", "c"}}, "messages[2].role"},
+      {{{"system", "s"}, {"user", "a"}}, "messages[1]: the conversation ends with a user"},
+  };
+  for (const auto& [messages, error] : bad) {
+    const Status st = s.replace(messages);
+    ASSERT_FALSE(st.is_ok());
+    EXPECT_NE(st.message().find(error), std::string::npos) << st.message();
+    EXPECT_EQ(s.n_past(), n_before);
+    ASSERT_EQ(s.messages().size(), before.size());
+    EXPECT_EQ(s.system_prompt(), "Old system.");
+  }
+
+  const M loaded = {{"system", "New system."},
+                    {"user", "Hello"},
+                    {"assistant", "Hi there."},
+                    {"user", "Again"},
+                    {"assistant", "Yes."}};
+  ASSERT_TRUE(s.replace(loaded).is_ok());
+  EXPECT_EQ(s.dropped_turns(), 0);
+  EXPECT_EQ(s.system_prompt(), "New system.");
+  ASSERT_EQ(s.messages().size(), loaded.size());
+  for (size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(s.messages()[i].content, loaded[i].content);
+  EXPECT_EQ(size_t(s.n_past()), conversation_tokens(s, *f.tok, false));
+  // The next turn adds only its own tokens to the loaded conversation.
+  const int64_t n_loaded = s.n_past();
+  ASSERT_TRUE(s.add_user_message("More").is_ok());
+  const std::vector<ChatMessage> more = {{"user", "More"}};
+  EXPECT_EQ(
+      s.last_turn_tokens(),
+      int64_t(f.tok->encode(ChatTemplate().format_delta(loaded, more, true), false, true).size()));
+  EXPECT_EQ(s.n_past(), n_loaded + s.last_turn_tokens());
+  ASSERT_TRUE(s.end_reply().is_ok());
+
+  // No system message: none from then on, /clear included.
+  ASSERT_TRUE(s.replace({{"user", "a"}, {"assistant", "b"}}).is_ok());
+  EXPECT_EQ(s.system_prompt(), "");
+  s.reset();
+  ASSERT_TRUE(s.add_user_message("x").is_ok());
+  EXPECT_EQ(s.messages().size(), 1u);
+}
+
+TEST(ChatSession, CanEndTurnWhenTheEndMarkerIsOneToken) {
+  TESSERA_REQUIRE_SHARED(path, "models/stories260K.gguf");
+  Fixture f = open(path, 64);
+  ASSERT_TRUE(f.tok);
+  // stories260K knows "</s>" (vicuna's end) but not "<|im_end|>" (chatml's).
+  EXPECT_FALSE(can_end_turn(ChatTemplate(), *f.tok));
+  Result<ChatTemplate> vicuna = ChatTemplate::from_name("vicuna");
+  ASSERT_TRUE(vicuna.is_ok());
+  EXPECT_TRUE(can_end_turn(*vicuna, *f.tok));
 }
 
 }  // namespace

@@ -1,17 +1,16 @@
 // `tessera chat`: an interactive conversation in the terminal. Lines typed on stdin are
-// user turns; replies stream to stdout; prompts, notes and errors go to stderr, so
-// stdout holds only the replies when it is piped.
-#include <poll.h>
-#include <pthread.h>
+// user turns, or commands (/help); replies stream to stdout; prompts, notes and errors go
+// to stderr, so stdout holds only the replies when it is piped.
 #include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
-#include <csignal>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 
+#include "chat_cli.h"
+#include "chat_file.h"
+#include "chat_input.h"
 #include "commands.h"
 #include "tessera/chat.h"
 #include "tessera/context.h"
@@ -22,93 +21,16 @@
 namespace tessera::cli {
 namespace {
 
-struct ChatOptions {
-  std::string model;
-  std::vector<std::string> lora;  // --lora FILE[:SCALE]
-  PlacementOptions placement;     // --layers, --mpi, --mpi-layers
-  std::string system;
-  std::string chat_template;
-  int n_predict = -1;
-  int threads = default_threads();
-  int64_t ctx = 0;
-  float temperature = 0.8f;
-  uint64_t seed = 0;
-};
-
-// Ctrl-C: counted by the handler, read by the loops (a reply stops, the prompt warns,
-// then quits).
-std::atomic<int> g_interrupts{0};
-static_assert(std::atomic<int>::is_always_lock_free);
-
-extern "C" void on_sigint(int) { g_interrupts.fetch_add(1, std::memory_order_relaxed); }
-
-void install_sigint_handler() {
-  struct sigaction sa = {};
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: Ctrl-C interrupts a read() waiting at the prompt
-  sigaction(SIGINT, &sa, nullptr);
-}
-
-enum class Input { Line, End, Interrupted };
-
-/// Waits until stdin has input, or until a Ctrl-C that came after `seen` interrupts. SIGINT
-/// is blocked between the check of the counter and the wait, and ppoll unblocks it
-/// atomically, so a Ctrl-C cannot slip in between and be missed.
-bool wait_for_input(int seen) {
-  sigset_t sigint, old;
-  sigemptyset(&sigint);
-  sigaddset(&sigint, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &sigint, &old);
-  bool ready = g_interrupts.load() == seen;
-  if (ready) {
-    struct pollfd in = {STDIN_FILENO, POLLIN, 0};
-    ready = ppoll(&in, 1, nullptr, &old) >= 0 || errno != EINTR;
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return ready;
-}
-
-/// Lines from stdin, read with read(2) so that Ctrl-C can interrupt the wait.
-class LineReader {
- public:
-  /// The next line (without its newline); Interrupted when a Ctrl-C after `seen` came first.
-  Input next(std::string& line, int seen) {
-    for (;;) {
-      if (const size_t nl = buf_.find('\n'); nl != std::string::npos) {
-        line = buf_.substr(0, nl);
-        buf_.erase(0, nl + 1);
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        return Input::Line;
-      }
-      if (eof_) {
-        if (buf_.empty()) return Input::End;
-        line = std::move(buf_);
-        buf_.clear();
-        return Input::Line;
-      }
-      if (!wait_for_input(seen)) return Input::Interrupted;
-      char chunk[4096];
-      const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
-      if (n > 0) {
-        buf_.append(chunk, size_t(n));
-      } else if (n < 0 && errno == EINTR) {
-        return Input::Interrupted;
-      } else {
-        eof_ = true;  // end of input, or an error reading it
-      }
-    }
-  }
-
- private:
-  std::string buf_;
-  bool eof_ = false;
-};
+// A model that never writes its template's end of turn gets replies of a quarter of the
+// context, at most this many tokens, unless -n says otherwise.
+constexpr int kDefaultReplyTokens = 128;
 
 void show(const std::string& text) {
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
 }
+
+void note(const std::string& text) { std::fprintf(stderr, "%s\n", text.c_str()); }
 
 enum class ReplyEnd { Done, Limit, Interrupted, ContextFull };
 
@@ -117,7 +39,7 @@ Result<ReplyEnd> reply(ChatSession& session, SamplerChain& sampler, int n_predic
                        int& seen_interrupts) {
   ReplyEnd end = ReplyEnd::Limit;
   for (int n = 0; n_predict < 0 || n < n_predict; ++n) {
-    if (const int now = g_interrupts.load(); now != seen_interrupts) {
+    if (const int now = sigint_count(); now != seen_interrupts) {
       seen_interrupts = now;
       end = ReplyEnd::Interrupted;
       break;
@@ -144,12 +66,19 @@ Result<ReplyEnd> reply(ChatSession& session, SamplerChain& sampler, int n_predic
 }
 
 void report_reply_end(ReplyEnd end, const Context& ctx) {
-  if (end == ReplyEnd::Interrupted) std::fputs("[reply stopped]\n", stderr);
+  if (end == ReplyEnd::Interrupted) note("[reply stopped]");
   if (end == ReplyEnd::ContextFull) {
-    std::fprintf(stderr,
-                 "tessera: the context is full (%lld tokens), so the reply stops here; "
-                 "/clear starts a new conversation (or restart with a larger -c)\n",
-                 static_cast<long long>(ctx.n_ctx()));
+    note("tessera: the context is full (" + std::to_string(ctx.n_ctx()) +
+         " tokens), so the reply stops here; the next turn drops the oldest turns to make "
+         "room (-c sets a larger context)");
+  }
+}
+
+void report_dropped(const ChatSession& session) {
+  if (const int n = session.dropped_turns(); n > 0) {
+    note(n == 1
+             ? "(the context was full: the oldest turn was dropped)"
+             : "(the context was full: the " + std::to_string(n) + " oldest turns were dropped)");
   }
 }
 
@@ -189,12 +118,32 @@ Result<Chat> open_chat(const ChatOptions& o) {
   return c;
 }
 
-SamplerParams sampling(const ChatOptions& o) {
-  SamplerParams p;
-  p.temperature = o.temperature;
-  p.seed = o.seed;
-  return p;
+/// The longest reply: -n, or for a model that never ends its replies a quarter of the
+/// context (at most kDefaultReplyTokens), said in a note.
+int reply_limit(const ChatOptions& o, const Chat& chat, bool ends_turns) {
+  if (ends_turns) return o.n_predict;
+  const int n = o.n_predict_given
+                    ? o.n_predict
+                    : int(std::clamp<int64_t>(chat.ctx->n_ctx() / 4, 1, kDefaultReplyTokens));
+  const std::string marker(chat.chat_template.end_marker());
+  note("tessera chat: this model has no token for the end of a turn of the " +
+       std::string(chat.chat_template.name()) + " template (" + marker +
+       "), so a reply stops at a blank line or " +
+       (n < 0 ? std::string("when the context is full")
+              : "after " + std::to_string(n) + " tokens (-n changes it)"));
+  return n;
 }
+
+constexpr const char* kHelp =
+    "Commands:\n"
+    "  /help          this list\n"
+    "  /clear         forget the conversation (the system prompt stays)\n"
+    "  /save FILE     write the conversation to FILE as JSON: {\"messages\": [{\"role\": ..., "
+    "\"content\": ...}, ...]}\n"
+    "  /load FILE     replace the conversation by the one in FILE and evaluate it\n"
+    "  /bye, /exit    quit (so do Ctrl-D and Ctrl-C twice)\n"
+    "A line that starts with // is sent with one / less (//help sends \"/help\").\n"
+    "Up and Down recall earlier lines; Ctrl-C stops a reply.";
 
 /// The terminal side of a chat: prompts, commands, Ctrl-C, and one reply per turn.
 class ChatLoop {
@@ -203,26 +152,31 @@ class ChatLoop {
       : chat_(chat),
         session_(*chat.ctx, *chat.model->tokenizer(), chat.chat_template, o.system),
         sampler_(std::move(sampler)),
-        n_predict_(o.n_predict),
-        tty_(isatty(STDIN_FILENO) != 0) {}
+        tty_(isatty(STDIN_FILENO) != 0),
+        input_(open_line_input(tty_)) {
+    const bool ends_turns = can_end_turn(chat.chat_template, *chat.model->tokenizer());
+    n_predict_ = reply_limit(o, chat, ends_turns);
+    session_.set_stop_at_blank_line(!ends_turns);
+    const int64_t n_ctx = chat.ctx->n_ctx();
+    session_.set_reply_room(n_predict_ > 0 ? n_predict_ : n_ctx / 4);
+  }
 
   int run() {
-    install_sigint_handler();
-    seen_ = g_interrupts.load();
+    install_sigint_counter();
+    seen_ = sigint_count();
     if (tty_) {
-      std::fprintf(stderr,
-                   "tessera chat: template %s, context %lld tokens. /clear starts over, "
-                   "/exit or Ctrl-D quits, Ctrl-C stops a reply.\n",
-                   std::string(chat_.chat_template.name()).c_str(),
-                   static_cast<long long>(chat_.ctx->n_ctx()));
+      note("tessera chat: template " + std::string(chat_.chat_template.name()) + ", context " +
+           std::to_string(chat_.ctx->n_ctx()) +
+           " tokens. /help lists the commands; Up and Down recall lines; Ctrl-C stops a "
+           "reply; /bye or Ctrl-D quits.");
     }
     std::string line;
     while (next_message(line)) {
       if (Status s = session_.add_user_message(line); !s) {
-        std::fprintf(stderr, "tessera: %s; /clear starts a new conversation\n",
-                     s.message().c_str());
+        note("tessera: " + s.message() + "; send a shorter message (or restart with a larger -c)");
         continue;
       }
+      report_dropped(session_);
       Result<ReplyEnd> end = reply(session_, sampler_, n_predict_, seen_);
       if (!end) return fail(end.status().message());
       report_reply_end(*end, *chat_.ctx);
@@ -231,74 +185,142 @@ class ChatLoop {
   }
 
  private:
-  /// Prompts until the user types a message; false when the chat should end (/exit,
-  /// end of input, Ctrl-C twice at the prompt). Handles /clear.
+  enum class Command { Handled, Quit };
+
+  /// Prompts until the user types a message; false when the chat should end (/bye,
+  /// /exit, end of input, Ctrl-C twice at the prompt). Runs the commands.
   bool next_message(std::string& line) {
     for (int interrupts = 0;;) {
-      if (tty_) std::fputs("> ", stderr);
-      const Input in = input_.next(line, seen_);
+      const Input in = input_->next(line, seen_);
       if (in == Input::Interrupted) {
-        seen_ = g_interrupts.load();
+        seen_ = sigint_count();
         if (++interrupts >= 2) break;
-        std::fputs("\n(Ctrl-C again, /exit or Ctrl-D quits)\n", stderr);
+        note("\n(Ctrl-C again, /bye or Ctrl-D quits)");
         continue;
       }
       interrupts = 0;
       if (in == Input::End) break;
-      if (line == "/exit") return false;
-      if (line == "/clear") {
-        session_.reset();
-        std::fputs("(new conversation)\n", stderr);
-      } else if (!line.empty()) {
+      if (line.empty()) continue;
+      input_->remember(line);
+      if (line.rfind("//", 0) == 0) {  // a message that starts with "/"
+        line.erase(0, 1);
         return true;
       }
+      if (line[0] != '/') return true;
+      if (command(line) == Command::Quit) return false;
     }
     if (tty_) std::fputs("\n", stderr);  // leave the line of the last "> "
     return false;
   }
 
+  Command command(const std::string& line) {
+    const size_t space = line.find(' ');
+    const std::string name = line.substr(0, space);
+    std::string arg = space == std::string::npos ? "" : line.substr(space + 1);
+    arg.erase(0, arg.find_first_not_of(" \t"));
+    arg.erase(arg.find_last_not_of(" \t") + 1);
+    const bool takes_file = name == "/save" || name == "/load";
+    const bool known =
+        takes_file || name == "/help" || name == "/clear" || name == "/bye" || name == "/exit";
+    if (!known) {
+      note("tessera: unknown command '" + name +
+           "' (/help lists the commands; start the line with // to send it as text)");
+    } else if (takes_file && arg.empty()) {
+      note("tessera: " + name + " needs a file name: " + name + " FILE");
+    } else if (!takes_file && !arg.empty()) {
+      note("tessera: " + name + " takes no argument (/help lists the commands)");
+    } else if (name == "/bye" || name == "/exit") {
+      return Command::Quit;
+    } else if (name == "/help") {
+      note(kHelp);
+    } else if (name == "/clear") {
+      session_.reset();
+      note("(new conversation)");
+    } else if (name == "/save") {
+      save(arg);
+    } else {
+      load(arg);
+    }
+    return Command::Handled;
+  }
+
+  void save(const std::string& path) {
+    std::vector<ChatMessage> messages = session_.messages();
+    if (messages.empty() && !session_.system_prompt().empty()) {
+      messages.push_back({"system", session_.system_prompt()});  // not decoded yet
+    }
+    if (Status s = save_conversation(path, messages); !s) {
+      note("tessera: " + s.message());
+      return;
+    }
+    note("(" + std::to_string(messages.size()) + " messages saved to " + path + ")");
+  }
+
+  void load(const std::string& path) {
+    Result<std::vector<ChatMessage>> messages = load_conversation(path);
+    Status s = messages ? session_.replace(*messages) : messages.status();
+    if (!s) {
+      const bool named = s.message().rfind(path, 0) == 0;
+      note("tessera: " + (named ? "" : path + ": ") + s.message() +
+           "; the conversation is unchanged");
+      return;
+    }
+    report_dropped(session_);
+    note("(" + std::to_string(messages->size()) + " messages loaded from " + path + ")");
+  }
+
   Chat& chat_;
   ChatSession session_;
   SamplerChain sampler_;
-  int n_predict_;
+  int n_predict_ = -1;
   bool tty_;
-  LineReader input_;
+  std::unique_ptr<LineInput> input_;
   int seen_ = 0;  // Ctrl-C count already acted upon
 };
+
+}  // namespace
 
 int run_chat(const ChatOptions& o) {
   Result<Chat> chat = open_chat(o);
   if (!chat) return fail(chat.status().message());
-  Result<SamplerChain> sampler = SamplerChain::create(sampling(o), int32_t(chat->ctx->n_vocab()));
+  Result<SamplerChain> sampler = SamplerChain::create(o.sampling, int32_t(chat->ctx->n_vocab()));
   if (!sampler) return fail(sampler.status().message());
   return ChatLoop(*chat, o, std::move(*sampler)).run();
 }
-
-}  // namespace
 
 Command add_chat(CLI::App& app) {
   auto o = std::make_shared<ChatOptions>();
   CLI::App* cmd = app.add_subcommand(
       "chat",
       "Chat with a model in the terminal. Each line on stdin is a user turn; the reply streams\n"
-      "to stdout (prompts and notes go to stderr). Only each new turn is evaluated: the\n"
-      "conversation stays in the context. A reply ends at an end-of-generation token, the\n"
-      "template's end marker, -n tokens, Ctrl-C, or a full context (there is no context shift\n"
-      "yet: /clear starts a new conversation). /exit, Ctrl-D or Ctrl-C twice at the prompt quit.\n"
+      "to stdout (prompts and notes go to stderr). On a terminal the line can be edited (arrow\n"
+      "and emacs keys, ~/.editrc) and Up/Down recall earlier lines. Only each new turn is\n"
+      "evaluated: the conversation stays in the context; when a turn does not fit, the oldest\n"
+      "turns are dropped. A reply ends at an end-of-generation token, the template's end\n"
+      "marker, -n tokens, Ctrl-C, or a full context. A model that has no token for its\n"
+      "template's end of turn (the built-in one) stops at a blank line, after a quarter of the\n"
+      "context (at most 128 tokens) unless -n is given.\n"
+      "Commands: /help, /clear (forget the conversation, keep the system prompt), /save FILE\n"
+      "and /load FILE (the conversation as JSON: {\"messages\": [{\"role\", \"content\"}, ...]}),\n"
+      "/bye or /exit (quit; so do Ctrl-D and Ctrl-C twice at the prompt). Other /words are\n"
+      "refused; a line that starts with // is sent with one / less.\n"
       "The chat template comes from the model's tokenizer.chat_template (recognised families;\n"
       "chatml when absent or unknown, with a warning).");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
   cmd->add_option("--system", o->system, "system message that opens the conversation");
-  cmd->add_option("-n,--n-predict", o->n_predict,
-                  "most tokens per reply (-1: until the end of the turn)")
-      ->capture_default_str()
-      ->check(CLI::Range(-1, 1 << 24));
-  cmd->add_option("--temp", o->temperature, "temperature; 0 = greedy")
+  CLI::Option* n_predict =
+      cmd->add_option("-n,--n-predict", o->n_predict,
+                      "most tokens per reply (-1: until the end of the turn; default -1, or "
+                      "for a model that cannot end a turn a quarter of the context, at most 128)")
+          ->check(CLI::Range(-1, 1 << 24));
+  o->sampling.temperature = 0.8f;
+  o->sampling.seed = 0;
+  cmd->add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 100.0));
-  cmd->add_option("--seed", o->seed, "random seed for sampling")->capture_default_str();
+  cmd->add_option("--seed", o->sampling.seed, "random seed for sampling")->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
   cmd->add_option("-c,--ctx-size", o->ctx, "context size in tokens (0: the model's, at most 4096)")
       ->capture_default_str()
@@ -307,7 +329,10 @@ Command add_chat(CLI::App& app) {
   for (const std::string& n : ChatTemplate::names()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--chat-template", o->chat_template,
                   "template family instead of the model's: " + names);
-  return {cmd, [o] { return run_chat(*o); }};
+  return {cmd, [o, n_predict] {
+            o->n_predict_given = n_predict->count() > 0;
+            return run_chat(*o);
+          }};
 }
 
 }  // namespace tessera::cli

@@ -1,5 +1,8 @@
 // `tessera run`: generate text from a prompt, printed as it is produced; the sampler
-// chain and an optional grammar (GBNF text, file, or the built-in JSON grammar).
+// chain and an optional grammar (GBNF text, file, or the built-in JSON grammar). Without
+// a prompt on a terminal it starts a chat, as llama-cli and ollama do.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -7,6 +10,7 @@
 #include <memory>
 #include <sstream>
 
+#include "chat_cli.h"
 #include "commands.h"
 #include "tessera/context.h"
 #include "tessera/grammar.h"
@@ -168,6 +172,23 @@ int run_generate(const RunOptions& o) {
   return 0;
 }
 
+/// `run` without a prompt: a chat with the same model, context and sampler chain.
+int run_chat_instead(const RunOptions& o, bool n_predict_given) {
+  Result<SamplerParams> params = sampler_params(o);
+  if (!params) return fail(params.status().message());
+  ChatOptions chat;
+  chat.model = o.model;
+  chat.lora = o.lora;
+  chat.placement = o.placement;
+  chat.n_predict = n_predict_given ? o.n_predict : -1;
+  chat.n_predict_given = n_predict_given;
+  chat.threads = o.threads;
+  chat.ctx = o.ctx;
+  chat.sampling = *params;
+  std::fputs("tessera run: no -p, so a chat starts (tessera chat takes the same model)\n", stderr);
+  return run_chat(chat);
+}
+
 void add_sampling_options(CLI::App* cmd, RunOptions& o) {
   SamplerParams& s = o.sampling;
   const auto range = [](double lo, double hi) { return CLI::Range(lo, hi); };
@@ -231,14 +252,20 @@ void add_sampling_options(CLI::App* cmd, RunOptions& o) {
 Command add_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd =
-      app.add_subcommand("run", "Generate text from a prompt, printed as it is produced");
+      app.add_subcommand("run",
+                         "Generate text from a prompt, printed as it is produced. Without -p on a "
+                         "terminal: a chat, as `tessera chat` (its commands, /help)");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
-  cmd->add_option("-p,--prompt", o->prompt, "prompt text")->required();
-  cmd->add_option("-n,--n-predict", o->n_predict,
-                  "tokens to generate (stops early at end of text or when the grammar is complete)")
-      ->check(CLI::Range(0, 1 << 24));
+  CLI::Option* prompt = cmd->add_option(
+      "-p,--prompt", o->prompt,
+      "prompt text (required, except on a terminal: without it a chat starts, as `tessera chat`)");
+  CLI::Option* n_predict =
+      cmd->add_option("-n,--n-predict", o->n_predict,
+                      "tokens to generate (stops early at end of text or when the grammar is "
+                      "complete; in a chat: most tokens per reply)")
+          ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
   cmd->add_option(
          "-c,--ctx-size", o->ctx,
@@ -265,7 +292,19 @@ Command add_run(CLI::App& app) {
       ->check(CLI::Range(int64_t(-1), int64_t(1) << 24));
   cmd->add_flag("--context-shift,!--no-context-shift", o->context_shift,
                 "when the context fills, shift it (default) or stop generating");
-  return {cmd, [o, text] {
+  // Without -p: a usage error, unless stdin is a terminal, where a chat starts. What only
+  // a generation from a prompt can do is refused there.
+  cmd->callback([prompt, text, file, json, o] {
+    if (prompt->count() > 0) return;
+    if (isatty(STDIN_FILENO) == 0) throw CLI::RequiredError("--prompt");
+    if (text->count() > 0 || file->count() > 0 || json->count() > 0 || o->print_ids) {
+      throw CLI::ValidationError(
+          "--grammar, --grammar-file, --json and --ids need --prompt (without it, on a "
+          "terminal, run starts a chat)");
+    }
+  });
+  return {cmd, [o, text, prompt, n_predict] {
+            if (prompt->count() == 0) return run_chat_instead(*o, n_predict->count() > 0);
             o->has_grammar_text = text->count() > 0;
             return run_generate(*o);
           }};

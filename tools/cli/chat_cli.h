@@ -1,0 +1,30 @@
+// The options of a terminal chat, shared by `tessera chat` and `tessera run` without -p
+// on a terminal.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "tessera/sampler.h"
+
+namespace tessera::cli {
+
+struct ChatOptions {
+  std::string model;
+  std::vector<std::string> lora;  // --lora FILE[:SCALE]
+  PlacementOptions placement;     // --layers, --mpi, --mpi-layers
+  std::string system;
+  std::string chat_template;
+  int n_predict = -1;
+  bool n_predict_given = false;  // else a model that never ends its replies gets a default
+  int threads = default_threads();
+  int64_t ctx = 0;
+  SamplerParams sampling;  // chat sets temperature and seed; run passes its whole chain
+};
+
+/// Runs the chat until /bye, /exit, the end of input or Ctrl-C twice; the exit status.
+int run_chat(const ChatOptions& o);
+
+}  // namespace tessera::cli
