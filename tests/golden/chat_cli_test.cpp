@@ -290,11 +290,11 @@ TEST(ChatCli, ABadConversationFileIsRefusedAndTheChatGoesOn) {
 
 TEST(ChatCli, RunWithoutPromptOrTerminalIsAUsageError) {
   // On a terminal `run` without -p starts a chat (scripts/chat_tmux_test.sh); from a pipe
-  // it cannot, and says what is missing.
-  const test::CliOutput o = test::run_tessera("run -n 4", "Hello\n");
-  EXPECT_NE(o.status, 0);
-  EXPECT_NE(o.status, 1) << "a usage error, not a runtime error";
-  EXPECT_NE(o.err.find("--prompt is required"), std::string::npos) << o.err;
+  // it takes what stdin holds as the prompt (RunLlamaFlags), and an empty one is a usage
+  // error that says what is missing.
+  const test::CliOutput o = test::run_tessera("run -n 4", "");
+  EXPECT_EQ(o.status, 2) << "a usage error, not a runtime error";
+  EXPECT_NE(o.err.find("--prompt (or -f FILE, or a prompt on stdin) is required"), std::string::npos) << o.err;
   EXPECT_EQ(o.out, "");
 }
 

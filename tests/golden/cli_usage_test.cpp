@@ -4,9 +4,15 @@
 // "tessera: ", for every message on stderr.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <string>
 
+#include "backend/cuda/cuda.h"
 #include "common/cli_run.h"
+#include "common/lora_test_util.h"
 #include "common/test_util.h"
 
 namespace tessera {
@@ -59,6 +65,82 @@ TEST(CliUsage, VerboseWorksBeforeAndAfterTheSubcommand) {
   EXPECT_NE(before.err.find("tessera: info: "), std::string::npos) << before.err;
   EXPECT_NE(after.err.find("tessera: info: "), std::string::npos) << after.err;
   EXPECT_EQ(quiet.err.find("info"), std::string::npos) << quiet.err;
+}
+
+// llama.cpp's -ngl in a build without CUDA (or on a machine without a GPU) warns and runs
+// on the CPU: scripts carry -ngl 99 from machine to machine.
+TEST(CliUsage, GpuLayersWithoutAGpuWarnAndRunOnTheCpu) {
+  if (cuda::built() && cuda::devices()) GTEST_SKIP() << "this build has a GPU to offload to";
+  const CliOutput o = run_tessera("run -ngl 99 -p hi -n 2 -t 1");
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.err.find("tessera: warning: -ngl 99 ignored"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("running on the CPU"), std::string::npos) << o.err;
+}
+
+// A LoRA adapter given as the model says what it is, and how to use it.
+TEST(CliUsage, AnAdapterGivenAsTheModelIsNamedAsOne) {
+  TESSERA_REQUIRE_SHARED(base, "models/stories260K.gguf");
+  Result<test::AdapterFile> adapter = test::adapter_for(base, {"blk.0.attn_q.weight"}, 2);
+  ASSERT_TRUE(adapter) << adapter.status().message();
+  const std::string path = test::temp_gguf("adapter_as_model");
+  ASSERT_TRUE(test::write_adapter(*adapter, path));
+  const CliOutput o = run_tessera("run -m " + path + " -p hi -n 2");
+  EXPECT_EQ(o.status, 1) << o.err;
+  EXPECT_NE(o.err.find("is an adapter (general.type = adapter)"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("--lora"), std::string::npos) << o.err;
+}
+
+// serve says why it cannot listen.
+TEST(CliUsage, ServeSaysWhyItCannotListen) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const CliOutput o = run_tessera("serve --host 127.0.0.1 --port " + std::to_string(ntohs(addr.sin_port)));
+  ::close(fd);
+  EXPECT_EQ(o.status, 1) << o.err;
+  EXPECT_NE(o.err.find("Address already in use"), std::string::npos) << o.err;
+}
+
+// -c 0 is "the model's context" in perplexity as in run; too small a context is a usage error.
+TEST(CliUsage, PerplexityContextZeroIsTheModels) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "The little dog ran to the park and played with the ball. ";
+  const std::string file = test::write_temp_file("ppl.txt", text);
+  const CliOutput zero = run_tessera("perplexity -m " + model + " -f " + file + " -c 0 --chunks 1 -t 1");
+  EXPECT_EQ(zero.status, 0) << zero.err;
+  EXPECT_NE(zero.err.find("context 128"), std::string::npos) << zero.err;  // stories260K's training context
+  const CliOutput tiny = run_tessera("perplexity -m " + model + " -f " + file + " -c 2 -t 1");
+  EXPECT_EQ(tiny.status, 2) << tiny.err;
+}
+
+// embed warns past the training context, as run does.
+TEST(CliUsage, EmbedWarnsPastTheTrainingContext) {
+  TESSERA_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  std::string text;
+  for (int i = 0; i < 80; ++i) text += "once upon a time ";
+  const CliOutput o = run_tessera("embed -m " + model + " -t 1 -p '" + text + "'");
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.err.find("exceed the model's training context of 128"), std::string::npos) << o.err;
+}
+
+// mpirun without --mpi: the first rank says that every rank runs the whole command (the
+// launcher's variables, set here as Open MPI sets them, are what tessera reads).
+TEST(CliUsage, MpirunWithoutMpiWarnsOnce) {
+  const std::string args = " run -p hi -n 2 -t 1";
+  const CliOutput first = test::run_shell("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 " + test::cli_path() + args);
+  const CliOutput second = test::run_shell("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 " + test::cli_path() + args);
+  const CliOutput alone = test::run_shell("OMPI_COMM_WORLD_SIZE=1 OMPI_COMM_WORLD_RANK=0 " + test::cli_path() + args);
+  EXPECT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(first.err.find("started by mpirun with 2 ranks but without --mpi"), std::string::npos) << first.err;
+  EXPECT_EQ(second.err.find("without --mpi"), std::string::npos) << second.err;
+  EXPECT_EQ(alone.err.find("without --mpi"), std::string::npos) << alone.err;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct ChatOptions {
   int threads = default_threads();
   int64_t ctx = 0;
   SamplerParams sampling;  // chat sets temperature and seed; run passes its whole chain
+  bool conversation = false;  // -i / -cnv given: nothing to change, a chat is one
 };
 
 /// Runs the chat until /bye, /exit, the end of input or Ctrl-C twice; the exit status.

@@ -316,11 +316,13 @@ Command add_chat(CLI::App& app) {
                       "for a model that cannot end a turn a quarter of the context, at most 128)")
           ->check(CLI::Range(-1, 1 << 24));
   o->sampling.temperature = 0.8f;
-  o->sampling.seed = 0;
   cmd->add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 100.0));
-  cmd->add_option("--seed", o->sampling.seed, "random seed for sampling")->capture_default_str();
+  auto seed = std::make_shared<int64_t>(-1);
+  add_seed_option(cmd, *seed);
+  cmd->add_flag("-i,--interactive,--conversation", o->conversation,
+                "accepted (llama-cli's -i / -cnv): a chat is a conversation already");
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
   cmd->add_option("-c,--ctx-size", o->ctx, "context size in tokens (0: the model's, at most 4096)")
       ->capture_default_str()
@@ -329,8 +331,10 @@ Command add_chat(CLI::App& app) {
   for (const std::string& n : ChatTemplate::names()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--chat-template", o->chat_template,
                   "template family instead of the model's: " + names);
-  return {cmd, [o, n_predict] {
+  return {cmd, [o, n_predict, seed] {
             o->n_predict_given = n_predict->count() > 0;
+            o->sampling.seed = resolve_seed(*seed);
+            report_seed(*seed, o->sampling.seed, o->sampling.temperature > 0);
             return run_chat(*o);
           }};
 }

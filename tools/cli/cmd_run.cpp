@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cctype>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 
@@ -27,10 +29,19 @@ struct RunOptions {
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
   PlacementOptions placement;     // --layers, --mpi, --mpi-layers
   std::string prompt;
-  int n_predict = 128;
+  std::string prompt_file;  // -f: the prompt from a file (its last newline dropped)
+  bool escape = false;      // -e: \n, \t, \\, \", \', \xNN in the prompt
+  bool display_prompt = true;
+  std::vector<std::string> reverse_prompts;  // -r: stop once the output ends with one
+  bool conversation = false;                 // -i / -cnv: a chat, -p its system message
+  bool mmap = true;
+  std::string flash_attn;  // -fa [on|off|auto]: accepted; attention is always fused here
+  int n_predict = 128;     // -1: until end of text or a full context; -2: a full context
   int threads = default_threads();
   int64_t ctx = 0;
   int64_t batch = 512;
+  int64_t ubatch = 0;
+  int64_t seed = -1;  // -1: random, printed
   SamplerParams sampling;
   std::vector<std::string> logit_bias;  // "ID+BIAS" / "ID-BIAS"
   std::string grammar_text;
@@ -44,6 +55,23 @@ struct RunOptions {
 };
 
 using Clock = std::chrono::steady_clock;
+
+/// Whether one of `prompts` (-r) appears in `text` where its last `added` bytes could
+/// have completed it.
+bool reverse_prompt_came(const std::string& text, size_t added, const std::vector<std::string>& prompts) {
+  for (const std::string& r : prompts) {
+    const size_t from = text.size() > added + r.size() ? text.size() - added - r.size() : 0;
+    if (!r.empty() && text.find(r, from) != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// Everything on stdin (a prompt piped in, as `echo text | tessera run`).
+std::string read_stdin() {
+  std::ostringstream text;
+  text << std::cin.rdbuf();
+  return text.str();
+}
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -60,9 +88,46 @@ Result<std::shared_ptr<const Grammar>> load_grammar(const RunOptions& o) {
   return Grammar::parse(text.str(), o.grammar_file);
 }
 
+/// The prompt with llama.cpp's escapes (-e) replaced: \n \r \t \\ \" \' \? \a \b \f \v
+/// \0 and \xNN; any other backslash stays as it is.
+std::string process_escapes(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char c = s[++i];
+    switch (c) {
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'a': out += '\a'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'v': out += '\v'; break;
+      case '0': out += '\0'; break;
+      case '\\': case '"': case '\'': case '?': out += c; break;
+      case 'x':
+        if (i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+            std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+          out += char(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+          i += 2;
+          break;
+        }
+        [[fallthrough]];
+      default:
+        out += '\\';
+        out += c;
+    }
+  }
+  return out;
+}
+
 /// The sampler parameters of the options, logit biases included.
 Result<SamplerParams> sampler_params(const RunOptions& o) {
   SamplerParams params = o.sampling;
+  params.seed = resolve_seed(o.seed);
   for (const std::string& text : o.logit_bias) {
     Result<LogitBias> bias = parse_logit_bias(text);
     if (!bias) return bias.status();
@@ -74,7 +139,7 @@ Result<SamplerParams> sampler_params(const RunOptions& o) {
 int64_t context_size(const RunOptions& o, const Model& model, size_t n_prompt) {
   if (o.ctx != 0) return o.ctx;
   // The model's context (at most 4096), grown to hold this prompt and continuation.
-  const int64_t needed = int64_t(n_prompt) + o.n_predict;
+  const int64_t needed = int64_t(n_prompt) + std::max(o.n_predict, 0);
   if (needed > model.info().n_ctx_train) {
     std::fprintf(stderr,
                  "tessera: warning: %lld tokens exceed the model's training context of %lld\n",
@@ -93,17 +158,19 @@ int run_generate(const RunOptions& o) {
   Result<ModelParams> mp = model_params(o.lora);
   if (mp) apply_placement(o.placement, *mp);
   if (!mp) return fail(mp.status().message());
-  Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, *mp);
+  Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, *mp, o.mmap);
   if (!model) return fail(model.status().message());
   const Tokenizer* tok = (*model)->tokenizer();
   if (!tok) return fail(o.model + ": the model has no usable tokenizer, so it cannot take text");
-  const std::vector<TokenId> prompt = tok->encode(o.prompt, tok->add_bos_token());
+  const std::string text = o.escape ? process_escapes(o.prompt) : o.prompt;
+  const std::vector<TokenId> prompt = tok->encode(text, tok->add_bos_token());
   if (prompt.empty()) return fail("run: the prompt is empty and the model adds no BOS token");
 
   ContextParams cp;
   cp.n_threads = o.threads;
   cp.n_ctx = context_size(o, **model, prompt.size());
   cp.n_batch = o.batch;
+  cp.n_ubatch = o.ubatch;
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
   Context& c = **ctx;
@@ -121,8 +188,9 @@ int run_generate(const RunOptions& o) {
                            *grammar ? make_grammar_step(*grammar, *tok) : nullptr);
   if (!sampler) return fail(sampler.status().message());
   sampler->accept_prompt(prompt);
+  report_seed(o.seed, params->seed, params->temperature > 0);
 
-  if (!o.print_ids) std::printf("%s", o.prompt.c_str());
+  if (!o.print_ids && o.display_prompt) std::printf("%s", text.c_str());
   std::fflush(stdout);
   const auto t_prompt = Clock::now();
   if (Status s = c.decode(prompt); !s) return fail(s.message());
@@ -132,7 +200,10 @@ int run_generate(const RunOptions& o) {
   const auto t_gen = Clock::now();
   int generated = 0;
   const int64_t n_keep = o.keep < 0 ? int64_t(prompt.size()) : std::min<int64_t>(o.keep, int64_t(prompt.size()));
-  while (generated < o.n_predict && !sampler->done()) {
+  // -n -1: until end of text (the context shifts as usual); -n -2: until the context is full.
+  const auto more = [&] { return (o.n_predict < 0 || generated < o.n_predict) && !sampler->done(); };
+  std::string output;  // what was printed, for -r
+  while (more()) {
     Result<TokenId> next = sampler->sample(c.logits());
     if (!next) return fail(next.status().message());
     if (tok->is_eog(*next)) break;
@@ -141,12 +212,16 @@ int run_generate(const RunOptions& o) {
     if (o.print_ids) {
       std::printf("%s%d", generated > 1 ? " " : "", *next);
     } else {
-      std::printf("%s", stream.push(*next).c_str());
+      const std::string piece = stream.push(*next);
+      std::printf("%s", piece.c_str());
+      output += piece;
+      if (reverse_prompt_came(output, piece.size(), o.reverse_prompts)) break;  // printed, as llama-cli does
     }
     std::fflush(stdout);
     const TokenId one[] = {*next};
-    if (generated < o.n_predict && !sampler->done()) {
+    if (more()) {
       if (c.n_past() >= c.n_ctx()) {  // full: shift (keep n_keep, drop half of the rest) or stop
+        if (o.n_predict == -2) break;
         if (!o.context_shift) {
           std::fprintf(stderr, "\ntessera: context of %lld tokens full; stopping (--no-context-shift)\n",
                        static_cast<long long>(c.n_ctx()));
@@ -172,20 +247,25 @@ int run_generate(const RunOptions& o) {
   return 0;
 }
 
-/// `run` without a prompt: a chat with the same model, context and sampler chain.
+/// `run` without a prompt, or with -i / -cnv: a chat with the same model, context and
+/// sampler chain (-p, if given, is its system message, as llama-cli's -cnv takes it).
 int run_chat_instead(const RunOptions& o, bool n_predict_given) {
   Result<SamplerParams> params = sampler_params(o);
   if (!params) return fail(params.status().message());
   ChatOptions chat;
+  chat.system = o.escape ? process_escapes(o.prompt) : o.prompt;
   chat.model = o.model;
   chat.lora = o.lora;
   chat.placement = o.placement;
-  chat.n_predict = n_predict_given ? o.n_predict : -1;
+  chat.n_predict = n_predict_given ? std::max(o.n_predict, -1) : -1;
   chat.n_predict_given = n_predict_given;
   chat.threads = o.threads;
   chat.ctx = o.ctx;
   chat.sampling = *params;
-  std::fputs("tessera run: no -p, so a chat starts (tessera chat takes the same model)\n", stderr);
+  report_seed(o.seed, params->seed, params->temperature > 0);
+  std::fputs(o.conversation ? "tessera run: a chat starts (-i / -cnv; -p is its system message)\n"
+                            : "tessera run: no -p, so a chat starts (tessera chat takes the same model)\n",
+             stderr);
   return run_chat(chat);
 }
 
@@ -244,7 +324,29 @@ void add_sampling_options(CLI::App* cmd, RunOptions& o) {
          "add BIAS to a token's logit: ID+BIAS or ID-BIAS (2-inf forbids token 2); repeatable")
       ->take_all()
       ->expected(1);
-  cmd->add_option("--seed", s.seed, "seed of the random draw")->capture_default_str();
+  add_seed_option(cmd, o.seed);
+}
+
+/// llama-cli's flags that the prompt and output take (README, "llama.cpp's flags").
+void add_llama_cli_options(CLI::App* cmd, RunOptions& o) {
+  cmd->add_flag("-e,--escape,!--no-escape", o.escape,
+                "process escapes in the prompt: \\n \\t \\\\ \\\" \\' \\xNN ... (off by default: the prompt is "
+                "taken as written)");
+  cmd->add_flag("!--no-display-prompt", o.display_prompt, "print only the generated text, not the prompt");
+  cmd->add_option("-r,--reverse-prompt", o.reverse_prompts,
+                  "stop once the output contains this text (printed); repeatable")
+      ->take_all()
+      ->expected(1);
+  cmd->add_flag("-i,--interactive,--conversation", o.conversation,
+                "start a chat (also -cnv), with -p as its system message");
+  cmd->add_option("--ubatch-size", o.ubatch, "-ub N: tokens per forward pass within a batch (0: the batch)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
+  cmd->add_option("--flash-attn", o.flash_attn,
+                  "-fa [on|off|auto]: accepted for llama.cpp's scripts; tessera's attention is always one fused "
+                  "kernel")
+      ->expected(0, 1)
+      ->check(CLI::IsMember({"on", "off", "auto", "1", "0"}));
+  cmd->add_flag("!--mmap,!--no-mmap", o.mmap, "read the model file into memory instead of mapping it");
 }
 
 }  // namespace
@@ -260,12 +362,18 @@ Command add_run(CLI::App& app) {
   add_placement_options(cmd, o->placement);
   CLI::Option* prompt = cmd->add_option(
       "-p,--prompt", o->prompt,
-      "prompt text (required, except on a terminal: without it a chat starts, as `tessera chat`)");
+      "prompt text; else -f, else what stdin holds when it is not a terminal; on a terminal without "
+      "a prompt a chat starts, as `tessera chat`");
+  CLI::Option* prompt_file = cmd->add_option("-f,--file", o->prompt_file,
+                                             "read the prompt from FILE (its last newline dropped, as llama-cli)")
+                                 ->check(CLI::ExistingFile)
+                                 ->excludes(prompt);
   CLI::Option* n_predict =
       cmd->add_option("-n,--n-predict", o->n_predict,
                       "tokens to generate (stops early at end of text or when the grammar is "
-                      "complete; in a chat: most tokens per reply)")
-          ->check(CLI::Range(0, 1 << 24));
+                      "complete; -1: until end of text; -2: until the context is full; in a chat: most "
+                      "tokens per reply)")
+          ->check(CLI::Range(-2, 1 << 24));
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
   cmd->add_option(
          "-c,--ctx-size", o->ctx,
@@ -274,6 +382,7 @@ Command add_run(CLI::App& app) {
   cmd->add_option("-b,--batch", o->batch, "prompt tokens per forward pass")
       ->check(CLI::Range(1, 1 << 20));
   add_sampling_options(cmd, *o);
+  add_llama_cli_options(cmd, *o);
   CLI::Option* text = cmd->add_option("--grammar", o->grammar_text,
                                       "constrain the output to this GBNF grammar (text)");
   CLI::Option* file = cmd->add_option("--grammar-file", o->grammar_file,
@@ -292,19 +401,30 @@ Command add_run(CLI::App& app) {
       ->check(CLI::Range(int64_t(-1), int64_t(1) << 24));
   cmd->add_flag("--context-shift,!--no-context-shift", o->context_shift,
                 "when the context fills, shift it (default) or stop generating");
-  // Without -p: a usage error, unless stdin is a terminal, where a chat starts. What only
-  // a generation from a prompt can do is refused there.
-  cmd->callback([prompt, text, file, json, o] {
-    if (prompt->count() > 0) return;
-    if (isatty(STDIN_FILENO) == 0) throw CLI::RequiredError("--prompt");
-    if (text->count() > 0 || file->count() > 0 || json->count() > 0 || o->print_ids) {
+  // The prompt: -p, -f, or stdin when it is not a terminal (empty: a usage error). On a
+  // terminal without one, or with -i / -cnv, a chat starts; what only a generation from a
+  // prompt can do is refused there.
+  cmd->callback([prompt, prompt_file, text, file, json, o] {
+    if (prompt_file->count() > 0) {
+      std::ifstream in(o->prompt_file, std::ios::binary);
+      std::ostringstream content;
+      content << in.rdbuf();
+      o->prompt = content.str();
+      if (o->prompt.ends_with('\n')) o->prompt.pop_back();
+    } else if (prompt->count() == 0 && !o->conversation && isatty(STDIN_FILENO) == 0) {
+      o->prompt = read_stdin();
+      if (o->prompt.empty()) throw CLI::RequiredError("--prompt (or -f FILE, or a prompt on stdin)");
+    }
+    const bool chat = o->conversation || (prompt->count() == 0 && prompt_file->count() == 0 && o->prompt.empty());
+    if (chat && (text->count() > 0 || file->count() > 0 || json->count() > 0 || o->print_ids)) {
       throw CLI::ValidationError(
-          "--grammar, --grammar-file, --json and --ids need --prompt (without it, on a "
-          "terminal, run starts a chat)");
+          "--grammar, --grammar-file, --json and --ids need a prompt (without one, on a "
+          "terminal, or with -i / -cnv, run starts a chat)");
     }
   });
-  return {cmd, [o, text, prompt, n_predict] {
-            if (prompt->count() == 0) return run_chat_instead(*o, n_predict->count() > 0);
+  return {cmd, [o, text, prompt, prompt_file, n_predict] {
+            const bool given = prompt->count() > 0 || prompt_file->count() > 0 || !o->prompt.empty();
+            if (o->conversation || !given) return run_chat_instead(*o, n_predict->count() > 0);
             o->has_grammar_text = text->count() > 0;
             return run_generate(*o);
           }};

@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tessera/model.h"
@@ -41,17 +43,51 @@ inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitInterrupted = 130;
 
+/// CLI11's Range with a message that says what is wrong: a value that is not a number at
+/// all ("-n abc") is "'abc' is not a number", not "not in range".
+class NumberRange : public CLI::Validator {
+ public:
+  template <typename T>
+  NumberRange(T min, T max) {
+    std::stringstream bounds;
+    bounds << "[" << min << " - " << max << "]";
+    description(bounds.str());
+    func_ = [min, max](std::string& input) -> std::string {
+      T value{};
+      if (!CLI::detail::lexical_cast(input, value)) {
+        return "'" + input + "' is not " + (std::is_integral_v<T> ? "a whole number" : "a number");
+      }
+      if (value < min || value > max) {
+        std::stringstream out;
+        out << input << " is out of range: " << min << " to " << max;
+        return out.str();
+      }
+      return {};
+    };
+  }
+};
+
 /// Prints "tessera: <message>" to stderr and returns the exit status for errors (1).
 int fail(const std::string& message);
 /// A sane default thread count: the machine's cores.
 int default_threads();
 
+/// -s/--seed (seed_option.cpp): -1, the default, asks for a random seed.
+void add_seed_option(CLI::App* cmd, int64_t& seed);
+/// The seed to draw with: `seed` when given (>= 0), else a random one.
+uint64_t resolve_seed(int64_t seed);
+/// Prints a random seed on stderr (the seed that repeats the run) when none was given and
+/// the run samples; call it once the run starts, after its flags and model are checked.
+void report_seed(int64_t given, uint64_t used, bool sampling);
+
 /// Adds `--lora FILE[:SCALE]` (repeatable) to `cmd`; each value lands in `values`.
 void add_lora_option(CLI::App* cmd, std::vector<std::string>& values);
 /// The adapters of --lora values (parse_adapter_spec); a scale that is not finite is an error.
 Result<std::vector<AdapterSpec>> adapter_specs(const std::vector<std::string>& values);
-/// The -m model, or the built-in default model when path is empty.
-Result<std::unique_ptr<Model>> load_model_or_default(const std::string& path, const ModelParams& params);
+/// The -m model, or the built-in default model when path is empty. `mmap` false
+/// (--no-mmap): the file is read into memory instead of mapped.
+Result<std::unique_ptr<Model>> load_model_or_default(const std::string& path, const ModelParams& params,
+                                                     bool mmap = true);
 /// The help text of an -m that may be left out.
 std::string model_option_help();
 /// Model::load's parameters for --lora values.

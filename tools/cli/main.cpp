@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "commands.h"
@@ -100,12 +102,18 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
   }
-  // Multi-letter short flags that CLI11 cannot declare (llama.cpp's spellings).
-  static char parallel_flag[] = "--parallel";
-  static char gpu_layers_flag[] = "--n-gpu-layers";
+  // Multi-letter short flags that CLI11 cannot declare (llama.cpp's spellings); without
+  // this, -cnv would read as -c nv.
+  static const std::pair<const char*, std::string> kLongShorts[] = {
+      {"-np", "--parallel"},    {"-ngl", "--n-gpu-layers"}, {"-cnv", "--conversation"},
+      {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"},
+  };
+  static std::vector<std::string> rewritten;  // argv keeps pointers into it
+  rewritten.reserve(size_t(argc));
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "-np") == 0) argv[i] = parallel_flag;
-    if (std::strcmp(argv[i], "-ngl") == 0) argv[i] = gpu_layers_flag;
+    for (const auto& [short_flag, long_flag] : kLongShorts) {
+      if (std::strcmp(argv[i], short_flag) == 0) argv[i] = rewritten.emplace_back(long_flag).data();
+    }
   }
   try {
     app.parse(argc, argv);
