@@ -31,7 +31,7 @@ int run_perplexity(PerplexityOptions o) {
   Result<ModelParams> mp = model_params(o.lora);
   if (mp) apply_placement(o.placement, *mp);
   if (!mp) return fail(mp.status().message());
-  Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
+  Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, *mp);
   if (!model) return fail(model.status().message());
   const int64_t n_train = (*model)->info().n_ctx_train;
   if (n_train > 0 && o.params.n_ctx > n_train) {
@@ -75,7 +75,7 @@ Command add_perplexity(CLI::App& app) {
       "into chunks of -c tokens (first token BOS), and the second half of each chunk is scored.\n"
       "Prints the running value after each chunk ([1]x,[2]y,...) and the final estimate on\n"
       "stdout, progress on stderr.");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
   cmd->add_option("-f,--file", o->file,

@@ -47,6 +47,8 @@ Result<std::vector<AdapterSpec>> adapter_specs(const std::vector<std::string>& v
 Result<std::unique_ptr<Model>> load_model_or_default(const std::string& path, const ModelParams& params);
 /// The help text of an -m that may be left out.
 std::string model_option_help();
+/// The file name of the -m model, or the built-in model's when path is empty.
+std::string model_file_name(const std::string& path);
 /// Model::load's parameters for --lora values.
 Result<ModelParams> model_params(const std::vector<std::string>& lora);
 
