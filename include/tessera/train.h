@@ -38,7 +38,7 @@ struct TrainOptions {
   std::string resume_path;      // a checkpoint to continue from; empty: a new run
   std::string checkpoint_path;  // where checkpoints go; empty: output_path + ".ckpt"
   int64_t checkpoint_every = 0; // steps between checkpoints; 0: only at the end
-  int64_t checkpoint_minutes = 10;  // minutes between checkpoints; 0: none by time
+  double checkpoint_minutes = 10;  // minutes between checkpoints; 0: none by time
   bool force = false;           // resume even when the text is not the checkpoint's
   const std::atomic<bool>* stop = nullptr;  // when it turns true: checkpoint and return
   std::string log_path;         // a CSV of step, loss, val_loss, lr, grad_norm, tokens/s; empty: none

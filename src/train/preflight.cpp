@@ -108,7 +108,7 @@ Status check_train_options(const TrainOptions& o) {
   TESSERA_RETURN_IF_ERROR(train::check_run(o.steps, o.batch, o.accum, o.lr, o.val_fraction, "train"));
   if (o.n_ctx < 2) return Status::error("train: --ctx-size must be at least 2");
   if (o.checkpoint_every < 0) return Status::error("train: --checkpoint-every must be 0 or more");
-  if (o.checkpoint_minutes < 0) return Status::error("train: --checkpoint-minutes must be 0 or more");
+  if (!(o.checkpoint_minutes >= 0)) return Status::error("train: --checkpoint-minutes must be 0 or more");
   if (o.stop_at < 0) return Status::error("train: --stop-at must be 0 or more");
   if (o.eval_every < 0 || o.eval_windows < 0) return Status::error("train: --eval-every and --eval-windows must be 0 or more");
   if (o.output_type != DType::F32 && o.output_type != DType::F16 && o.output_type != DType::BF16) {

@@ -86,7 +86,8 @@ Result<bool> run_loop(Trainer& t, const LoopOptions& o, Backend& backend, TrainP
           << p.grad_norm << ',' << p.tokens_per_s << '\n' << std::flush;
     }
     if (progress) progress(p);
-    const bool by_time = o.checkpoint_minutes > 0 && Clock::now() - last_checkpoint >= std::chrono::minutes(o.checkpoint_minutes);
+    const bool by_time = o.checkpoint_minutes > 0 &&
+                         std::chrono::duration<double>(Clock::now() - last_checkpoint).count() >= 60 * o.checkpoint_minutes;
     if (!o.checkpoint_path.empty() &&
         ((o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == last || by_time)) {
       TESSERA_RETURN_IF_ERROR(write_checkpoint(o.checkpoint_path, t, backend, o.extras));

@@ -17,7 +17,7 @@ struct LoopOptions {
                                 // the trainer's step are dropped, then appended to
   std::string checkpoint_path;  // empty: no checkpoints
   int64_t checkpoint_every = 0; // and at the last step
-  int64_t checkpoint_minutes = 0;  // > 0: also when this long has passed since the last one
+  double checkpoint_minutes = 0;  // > 0: also when this long has passed since the last one
   int64_t stop_at = 0;          // > 0: the last step, before the schedule's end
   const std::atomic<bool>* stop = nullptr;  // true: stop after the step in progress
   RunExtras extras;             // validation, and what checkpoints keep of the run

@@ -41,9 +41,10 @@ struct Stopped {
 };
 
 // Runs `tessera <args>` (split on spaces; no quoting needed by the callers), sends
-// `signals` SIGINTs once stderr shows a line starting with `wait_for`, and collects
+// `signals` times `sig` once stderr shows a line starting with `wait_for`, and collects
 // stderr until the process exits.
-Stopped run_and_interrupt(const std::vector<std::string>& args, const std::string& wait_for, int signals) {
+Stopped run_and_interrupt(const std::vector<std::string>& args, const std::string& wait_for, int signals,
+                          int sig = SIGINT) {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   const pid_t pid = fork();
@@ -66,7 +67,7 @@ Stopped run_and_interrupt(const std::vector<std::string>& args, const std::strin
   for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) {
     r.err.append(buf, size_t(n));
     if (!sent && (r.err.find("\n" + wait_for) != std::string::npos)) {
-      for (int i = 0; i < signals; ++i) kill(pid, SIGINT);
+      for (int i = 0; i < signals; ++i) kill(pid, sig);
       sent = true;
     }
   }
@@ -126,6 +127,24 @@ TEST(TrainInterrupt, CtrlCSavesACheckpointThatResumesBitIdenticallyWithoutRepeat
     return out;
   };
   EXPECT_EQ(steps_and_losses(slurp(log)), steps_and_losses(slurp(straight + ".csv")));
+}
+
+// --checkpoint-minutes saves the run by time even when it is killed outright (SIGKILL,
+// no chance to save): here every 0.0005 minutes (30 ms) of a run whose steps take some.
+TEST(TrainInterrupt, ACheckpointByTimeSurvivesAKill) {
+  const std::string txt = write_temp_file("interrupt_text", text());
+  const std::string model = txt + ".gguf";
+  std::string run = kRun;
+  run.replace(run.find("--steps 40"), 10, "--steps 400");
+  const Stopped s =
+      run_and_interrupt(split("train -f " + txt + " -o " + model + run + " --checkpoint-minutes 0.0005"), "step 12/", 1, SIGKILL);
+  const std::string& err = s.err;
+  EXPECT_EQ(s.status, -1) << err;
+  ASSERT_TRUE(std::filesystem::exists(model + ".ckpt")) << err;
+  const CliOutput r = run_tessera("inspect " + model + ".ckpt");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("training.step"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(model)) << "the run was killed before its end";
 }
 
 TEST(TrainInterrupt, ResumingOnAnotherTextIsRefusedUnlessForced) {

@@ -32,7 +32,9 @@ std::string resume_command(const TrainCli& c, const std::string& checkpoint) {
   if (o.override_steps) cmd += " --steps " + std::to_string(o.steps);
   if (o.checkpoint_every > 0) cmd += " --checkpoint-every " + std::to_string(o.checkpoint_every);
   if (o.checkpoint_minutes != TrainOptions{}.checkpoint_minutes) {
-    cmd += " --checkpoint-minutes " + std::to_string(o.checkpoint_minutes);
+    char minutes[32];
+    std::snprintf(minutes, sizeof minutes, "%g", o.checkpoint_minutes);
+    cmd += " --checkpoint-minutes " + std::string(minutes);
   }
   if (o.stop_at > 0) cmd += " --stop-at " + std::to_string(o.stop_at);
   if (!o.log_path.empty()) cmd += " --log " + shell_quote(o.log_path);
@@ -112,7 +114,7 @@ Command add_train(CLI::App& app) {
   CLI::Option* checkpoint = cmd->add_option("--checkpoint", o.checkpoint_path, "checkpoint file (default: OUTPUT.ckpt)");
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "steps between checkpoints (default: by time only)");
   cmd->add_option("--checkpoint-minutes", o.checkpoint_minutes,
-                  "minutes between checkpoints, 0 for none (default 10); Ctrl-C also saves one");
+                  "minutes between checkpoints (fractions too), 0 for none (default 10); Ctrl-C also saves one");
   cmd->add_option("--stop-at", o.stop_at, "stop after this step, writing the checkpoint and the model (resume later)");
   cmd->add_option("--log", o.log_path,
                   "write step, loss, val_loss, lr, grad_norm, tokens/s as CSV (with --resume: continued, its rows "
