@@ -28,7 +28,8 @@ Status trim_log(const std::string& path, int64_t step) {
   in.close();
   const std::string tmp = path + ".tmp";
   std::ofstream(tmp, std::ios::binary | std::ios::trunc) << kept.str();
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::error(path + ": cannot rewrite the training log");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return Status::error(path + ": cannot rewrite the training log");
   return Status::ok();
 }
 
@@ -82,12 +83,14 @@ Result<bool> run_loop(Trainer& t, const LoopOptions& o, Backend& backend, TrainP
       p.val_loss = *v;
     }
     if (log) {
-      log << step << ',' << p.loss << ',' << (p.val_loss >= 0 ? std::to_string(p.val_loss) : "") << ',' << p.lr << ','
-          << p.grad_norm << ',' << p.tokens_per_s << '\n' << std::flush;
+      log << step << ',' << p.loss << ',' << (p.val_loss >= 0 ? std::to_string(p.val_loss) : "")
+          << ',' << p.lr << ',' << p.grad_norm << ',' << p.tokens_per_s << '\n'
+          << std::flush;
     }
     if (progress) progress(p);
     const bool by_time = o.checkpoint_minutes > 0 &&
-                         std::chrono::duration<double>(Clock::now() - last_checkpoint).count() >= 60 * o.checkpoint_minutes;
+                         std::chrono::duration<double>(Clock::now() - last_checkpoint).count() >=
+                             60 * o.checkpoint_minutes;
     if (!o.checkpoint_path.empty() &&
         ((o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == last || by_time)) {
       TESSERA_RETURN_IF_ERROR(write_checkpoint(o.checkpoint_path, t, backend, o.extras));
@@ -96,7 +99,8 @@ Result<bool> run_loop(Trainer& t, const LoopOptions& o, Backend& backend, TrainP
     }
   }
   if (t.step() >= last) return false;
-  if (!saved && !o.checkpoint_path.empty()) TESSERA_RETURN_IF_ERROR(write_checkpoint(o.checkpoint_path, t, backend, o.extras));
+  if (!saved && !o.checkpoint_path.empty())
+    TESSERA_RETURN_IF_ERROR(write_checkpoint(o.checkpoint_path, t, backend, o.extras));
   return true;
 }
 

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "common/cli_run.h"
@@ -16,7 +15,7 @@
 namespace tessera::test {
 namespace {
 
-#define TESSERA_REQUIRE_DEFAULT_MODEL()                                                   \
+#define TESSERA_REQUIRE_DEFAULT_MODEL() \
   if (Model::default_model_name().empty()) GTEST_SKIP() << "this build has no default model"
 
 std::string verse_text(int copies) {
@@ -27,10 +26,13 @@ std::string verse_text(int copies) {
 
 TEST(DefaultModelTools, EveryModelToolSaysInItsHelpThatMIsTheBuiltInModel) {
   TESSERA_REQUIRE_DEFAULT_MODEL();
-  for (const char* tool : {"perplexity", "embed", "tokenize", "logits", "parallel", "finetune", "lora-merge"}) {
+  for (const char* tool :
+       {"perplexity", "embed", "tokenize", "logits", "parallel", "finetune", "lora-merge"}) {
     const CliOutput r = run_tessera(std::string(tool) + " --help");
     ASSERT_EQ(r.status, 0) << tool;
-    EXPECT_NE(r.out.find("built-in " + Model::default_model_name()), std::string::npos) << tool << "\n" << r.out;
+    EXPECT_NE(r.out.find("built-in " + Model::default_model_name()), std::string::npos)
+        << tool << "\n"
+        << r.out;
   }
 }
 
@@ -82,7 +84,8 @@ TEST(DefaultModelTools, FinetuneAndLoraMergeWithoutM) {
   CliOutput r = run_tessera("finetune -f '" + txt + "' -o '" + adapter +
                             "' --steps 8 -c 32 --batch 2 --lr 3e-3 --warmup 2 -t 2");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("base: the built-in " + Model::default_model_name()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("base: the built-in " + Model::default_model_name()), std::string::npos)
+      << r.err;
   r = run_tessera("lora-merge --lora '" + adapter + "' -o '" + merged + "'");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("tensors merged"), std::string::npos) << r.err;
@@ -100,7 +103,8 @@ TEST(DefaultModelTools, FinetuneAndLoraMergeWithoutM) {
   ASSERT_GT(base, 0);
   ASSERT_GT(with_adapter, 0);
   EXPECT_LT(with_adapter, base * 0.9) << "the adapter should have learned the text";
-  EXPECT_LT(std::abs(with_merged - with_adapter), 1e-3 * with_adapter) << with_merged << " vs " << with_adapter;
+  EXPECT_LT(std::abs(with_merged - with_adapter), 1e-3 * with_adapter)
+      << with_merged << " vs " << with_adapter;
 }
 
 }  // namespace

@@ -3,13 +3,13 @@
 // writes the same model, byte for byte, as a run never interrupted (and a log without
 // repeated steps). The signal is sent once a step line has been read from the process.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "common/cli_run.h"
 #include "common/test_util.h"
@@ -32,7 +32,8 @@ std::string slurp(const std::string& path) {
 
 // A model whose steps take some milliseconds, so that the signal lands mid-run.
 const std::string kRun =
-    " --vocab-size 300 --n-embd 64 --n-layer 2 --n-head 4 --n-ff 128 --ctx-size 32 --batch 4 -t 1 --steps 40"
+    " --vocab-size 300 --n-embd 64 --n-layer 2 --n-head 4 --n-ff 128 --ctx-size 32 --batch 4 -t 1 "
+    "--steps 40"
     " --eval-every 10 --print-every 1";
 
 struct Stopped {
@@ -43,8 +44,8 @@ struct Stopped {
 // Runs `tessera <args>` (split on spaces; no quoting needed by the callers), sends
 // `signals` times `sig` once stderr shows a line starting with `wait_for`, and collects
 // stderr until the process exits.
-Stopped run_and_interrupt(const std::vector<std::string>& args, const std::string& wait_for, int signals,
-                          int sig = SIGINT) {
+Stopped run_and_interrupt(const std::vector<std::string>& args, const std::string& wait_for,
+                          int signals, int sig = SIGINT) {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   const pid_t pid = fork();
@@ -97,16 +98,19 @@ std::string resume_args(const std::string& err) {
 TEST(TrainInterrupt, CtrlCSavesACheckpointThatResumesBitIdenticallyWithoutRepeatingLogRows) {
   const std::string txt = write_temp_file("interrupt_text", text());
   const std::string straight = txt + ".straight.gguf", resumed = txt + ".gguf", log = txt + ".csv";
-  CliOutput r = run_tessera("train -f " + txt + " -o " + straight + kRun + " --log " + straight + ".csv");
+  CliOutput r =
+      run_tessera("train -f " + txt + " -o " + straight + kRun + " --log " + straight + ".csv");
   ASSERT_EQ(r.status, 0) << r.err;
 
   // Stopped after its first step by two SIGINTs in a row (a user pressing Ctrl-C again
   // while the checkpoint is saved).
-  Stopped s = run_and_interrupt(split("train -f " + txt + " -o " + resumed + kRun + " --log " + log), "step 1/40", 2);
+  Stopped s = run_and_interrupt(
+      split("train -f " + txt + " -o " + resumed + kRun + " --log " + log), "step 1/40", 2);
   ASSERT_EQ(s.status, 130) << s.err;
   EXPECT_NE(s.err.find("tessera train: interrupted; step "), std::string::npos) << s.err;
   std::string args = resume_args(s.err);
-  ASSERT_EQ(args, "train -f " + txt + " -o " + resumed + " --resume " + resumed + ".ckpt -t 1 --steps 40 --log " + log)
+  ASSERT_EQ(args, "train -f " + txt + " -o " + resumed + " --resume " + resumed +
+                      ".ckpt -t 1 --steps 40 --log " + log)
       << s.err;
   EXPECT_FALSE(std::filesystem::exists(resumed)) << "the model is written only at the end";
   EXPECT_FALSE(std::filesystem::exists(resumed + ".ckpt.tmp"));
@@ -123,7 +127,8 @@ TEST(TrainInterrupt, CtrlCSavesACheckpointThatResumesBitIdenticallyWithoutRepeat
   auto steps_and_losses = [](const std::string& csv) {
     std::istringstream in(csv);
     std::string out;
-    for (std::string line; std::getline(in, line);) out += line.substr(0, line.find(',', line.find(',') + 1)) + "\n";
+    for (std::string line; std::getline(in, line);)
+      out += line.substr(0, line.find(',', line.find(',') + 1)) + "\n";
     return out;
   };
   EXPECT_EQ(steps_and_losses(slurp(log)), steps_and_losses(slurp(straight + ".csv")));
@@ -136,8 +141,9 @@ TEST(TrainInterrupt, ACheckpointByTimeSurvivesAKill) {
   const std::string model = txt + ".gguf";
   std::string run = kRun;
   run.replace(run.find("--steps 40"), 10, "--steps 400");
-  const Stopped s =
-      run_and_interrupt(split("train -f " + txt + " -o " + model + run + " --checkpoint-minutes 0.0005"), "step 12/", 1, SIGKILL);
+  const Stopped s = run_and_interrupt(
+      split("train -f " + txt + " -o " + model + run + " --checkpoint-minutes 0.0005"), "step 12/",
+      1, SIGKILL);
   const std::string& err = s.err;
   EXPECT_EQ(s.status, -1) << err;
   ASSERT_TRUE(std::filesystem::exists(model + ".ckpt")) << err;
@@ -155,10 +161,12 @@ TEST(TrainInterrupt, ResumingOnAnotherTextIsRefusedUnlessForced) {
   ASSERT_EQ(r.status, 0) << r.err;
   r = run_tessera("train -f " + other + " -o " + model + " --resume " + model + ".ckpt -t 1");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("was trained on '" + txt + "', but -f '" + other + "' is another text (pass --force"),
+  EXPECT_NE(r.err.find("was trained on '" + txt + "', but -f '" + other +
+                       "' is another text (pass --force"),
             std::string::npos)
       << r.err;
-  r = run_tessera("train -f " + other + " -o " + model + " --resume " + model + ".ckpt -t 1 --force --stop-at 3");
+  r = run_tessera("train -f " + other + " -o " + model + " --resume " + model +
+                  ".ckpt -t 1 --force --stop-at 3");
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
@@ -167,11 +175,13 @@ TEST(TrainInterrupt, FinetuneSavesTheAdapterOnCtrlC) {
   const std::string base = txt + ".base.gguf", adapter = txt + ".lora.gguf";
   CliOutput r = run_tessera("train -f " + txt + " -o " + base + kRun + " --stop-at 1");
   ASSERT_EQ(r.status, 0) << r.err;
-  Stopped s = run_and_interrupt(split("finetune -m " + base + " -f " + txt + " -o " + adapter +
-                                      " -c 32 --batch 4 -t 1 --steps 400 --eval-every 0 --print-every 1"),
-                                "step 1/400", 1);
+  Stopped s =
+      run_and_interrupt(split("finetune -m " + base + " -f " + txt + " -o " + adapter +
+                              " -c 32 --batch 4 -t 1 --steps 400 --eval-every 0 --print-every 1"),
+                        "step 1/400", 1);
   ASSERT_EQ(s.status, 130) << s.err;
-  EXPECT_NE(s.err.find("tessera finetune: interrupted; wrote " + adapter + ", the adapter after "), std::string::npos)
+  EXPECT_NE(s.err.find("tessera finetune: interrupted; wrote " + adapter + ", the adapter after "),
+            std::string::npos)
       << s.err;
   r = run_tessera("run -m " + base + " --lora " + adapter + " -p 'in the' -n 2 --temp 0");
   EXPECT_EQ(r.status, 0) << r.err;

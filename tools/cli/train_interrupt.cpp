@@ -1,8 +1,9 @@
 #include "train_interrupt.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
-#include <unistd.h>
 
 namespace tessera::cli {
 namespace {
@@ -12,7 +13,8 @@ static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler sets i
 
 void on_signal(int) {
   if (g_stop.exchange(true)) {
-    static const char kMsg[] = "\ntessera: still saving; the run stops when the step in progress is saved\n";
+    static const char kMsg[] =
+        "\ntessera: still saving; the run stops when the step in progress is saved\n";
     ssize_t n = write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
     (void)n;
     return;
@@ -25,7 +27,7 @@ void on_signal(int) {
 }  // namespace
 
 const std::atomic<bool>& install_stop_handlers() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
@@ -44,7 +46,8 @@ std::string shell_quote(const std::string& s) {
   bool plain = !s.empty();
   for (const char c : s) {
     const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '/' || c == '.' || c == '_' || c == '-' || c == '+' || c == ',' || c == ':' || c == '=';
+                      c == '/' || c == '.' || c == '_' || c == '-' || c == '+' || c == ',' ||
+                      c == ':' || c == '=';
     plain = plain && safe;
   }
   if (plain) return s;
