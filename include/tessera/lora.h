@@ -49,6 +49,7 @@ struct LoraMergeReport {
 /// tensors and every key are copied unchanged, except general.name, which gets a
 /// " + lora" suffix. The adapters are validated exactly as Model::load does (errors name
 /// the adapter file and the tensor); `out` must not be `base` nor one of the adapters.
+/// An empty `base` is the built-in default model (Model::load_default).
 /// Memory: the inputs stay mapped; the merged weights are held until the file is written.
 Result<LoraMergeReport> merge_adapters(const std::string& base, const std::vector<AdapterSpec>& adapters,
                                        const std::string& out, const LoraMergeParams& params = {});

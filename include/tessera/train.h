@@ -13,8 +13,16 @@
 // (optimizer.m.<name>, optimizer.v.<name>), the step, the random generator's state and
 // every option that shapes the run (training.*). Resuming from one repeats exactly what
 // the uninterrupted run would have done (the same losses), with the same thread count.
+// A checkpoint is written every `checkpoint_every` steps, every `checkpoint_minutes`
+// minutes (10 by default), at the last step, and when `*stop` turns true (the CLI sets it
+// on SIGINT/SIGTERM): the step in progress finishes, the checkpoint is written and
+// train_model returns ok after a Phase::Interrupted progress. Every file is written to a
+// temporary name and renamed, so an interruption never leaves a partial one. A checkpoint
+// keeps a hash of its text: resuming on another text is refused unless `force`. On resume
+// the log's rows after the checkpoint's step are dropped, so it never repeats a step.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -30,6 +38,9 @@ struct TrainOptions {
   std::string resume_path;      // a checkpoint to continue from; empty: a new run
   std::string checkpoint_path;  // where checkpoints go; empty: output_path + ".ckpt"
   int64_t checkpoint_every = 0; // steps between checkpoints; 0: only at the end
+  double checkpoint_minutes = 10;  // minutes between checkpoints; 0: none by time
+  bool force = false;           // resume even when the text is not the checkpoint's
+  const std::atomic<bool>* stop = nullptr;  // when it turns true: checkpoint and return
   std::string log_path;         // a CSV of step, loss, val_loss, lr, grad_norm, tokens/s; empty: none
 
   // The tokenizer and the model (a new run only; a resumed run keeps the checkpoint's).
@@ -66,8 +77,10 @@ struct TrainOptions {
 /// What the progress callback sees.
 struct TrainProgress {
   // Tokenizer: learning the vocabulary; Tokenizing: the text; Start: once before the
-  // first step (the counts below are set); Training: after each step; Done: written.
-  enum class Phase { Tokenizer, Tokenizing, Start, Training, Done } phase = Phase::Training;
+  // first step (the counts below are set); Training: after each step; Done: written;
+  // Interrupted: *stop turned true and the work is saved (message: the checkpoint of
+  // train, the adapter of finetune; empty when no step had run).
+  enum class Phase { Tokenizer, Tokenizing, Start, Training, Done, Interrupted } phase = Phase::Training;
   int64_t step = 0;            // steps done
   int64_t steps = 0;
   double loss = 0;             // this step's training loss (mean over its micro-batches)
@@ -82,6 +95,11 @@ struct TrainProgress {
   std::string message;         // what the phase is doing, for Tokenizer/Tokenizing
 };
 
+/// Every check that needs no training: the options and the model's shape, that the
+/// output, checkpoint and log paths can be written, and on resume that the checkpoint is
+/// one and was trained on this text (unless force). train_model runs it first.
+Status check_train_options(const TrainOptions& options);
+
 /// Trains (or resumes) and writes output_path (and checkpoints). Errors name the file or
 /// option at fault.
 Status train_model(const TrainOptions& options, const std::function<void(const TrainProgress&)>& progress);
@@ -92,9 +110,10 @@ Status train_model(const TrainOptions& options, const std::function<void(const T
 /// AdamW and validation as train_model's. The output is a GGUF LoRA adapter
 /// (general.type = adapter, adapter.type = lora, adapter.lora.alpha, tensors
 /// <weight>.lora_a / .lora_b) that every tool applies with --lora. No checkpoints: a
-/// finetune is short (resuming one is not supported).
+/// finetune is short (resuming one is not supported); when `*stop` turns true the step in
+/// progress finishes and the adapter trained so far is written (atomically, as always).
 struct FinetuneOptions {
-  std::string base_path;
+  std::string base_path;    // empty: the built-in default model (Model::load_default)
   std::string text_path;
   std::string output_path;  // the adapter
   std::string log_path;     // CSV as train_model's; empty: none
@@ -115,7 +134,11 @@ struct FinetuneOptions {
   int64_t eval_windows = 16;
   uint64_t seed = 1;
   int n_threads = 2;
+  const std::atomic<bool>* stop = nullptr;  // when it turns true: write the adapter, return
 };
+
+/// The checks of finetune_model that need no training: options, targets, writable paths.
+Status check_finetune_options(const FinetuneOptions& options);
 
 Status finetune_model(const FinetuneOptions& options, const std::function<void(const TrainProgress&)>& progress);
 

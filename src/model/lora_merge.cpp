@@ -134,7 +134,7 @@ Result<LoraMergeReport> merge_adapters(const std::string& base, const std::vecto
   ModelParams mp;
   mp.adapters = adapters;
   mp.repack = false;  // the rows as the file has them
-  Result<std::unique_ptr<Model>> model = Model::load(base, mp);
+  Result<std::unique_ptr<Model>> model = base.empty() ? Model::load_default(mp) : Model::load(base, mp);
   if (!model) return model.status();
   const gguf::File& file = (*model)->file();
   const std::map<std::string, Update> updates = updates_of((*model)->impl().weights);

@@ -1,5 +1,7 @@
 #include "train/checkpoint.h"
 
+#include "train/preflight.h"
+
 #include <cstdio>
 #include <cstring>
 
@@ -50,6 +52,8 @@ Status write_checkpoint(const std::string& path, Trainer& t, Backend& backend, c
   w.set("training.grad_clip", c.adam.grad_clip);
   w.set("training.eval_every", extras.eval_every);
   w.set("training.val_fraction", extras.val_fraction);
+  w.set("training.text_hash", int64_t(extras.text_hash));
+  w.set("training.text_path", extras.text_path);
   const std::vector<Tensor*>& params = t.model().params;
   for (size_t i = 0; i < params.size(); ++i) {
     const AdamWState& s = t.optimizer()[i];
@@ -57,13 +61,7 @@ Status write_checkpoint(const std::string& path, Trainer& t, Backend& backend, c
     add_f32(w, kM + params[i]->name, params[i], s.m.empty() ? zeros : s.m);
     add_f32(w, kV + params[i]->name, params[i], s.v.empty() ? zeros : s.v);
   }
-  const std::string tmp = path + ".tmp";
-  TESSERA_RETURN_IF_ERROR(w.write(tmp));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::error(path + ": cannot replace the checkpoint: " + std::strerror(errno));
-  }
-  return Status::ok();
+  return write_atomically(w, path);
 }
 
 Result<RunConfig> read_run_config(const gguf::File& f, RunExtras* extras) {
@@ -96,6 +94,9 @@ Result<RunConfig> read_run_config(const gguf::File& f, RunExtras* extras) {
   Result<double> vf = f.get_float("training.val_fraction");
   if (vf) extras->val_fraction = *vf; else if (err.is_ok()) err = vf.status();
   if (!err.is_ok()) return err.with_context(f.path() + " (is it a tessera training checkpoint?)");
+  // Checkpoints written before the text's hash was kept have neither key.
+  if (Result<int64_t> h = f.get_int("training.text_hash"); h) extras->text_hash = uint64_t(*h);
+  if (Result<std::string> t = f.get_string("training.text_path"); t) extras->text_path = *t;
   c.seed = uint64_t(seed);
   c.adam.total_steps = c.steps;
   return c;

@@ -16,6 +16,8 @@ namespace tessera::train {
 struct RunExtras {
   int64_t eval_every = 0;
   double val_fraction = 0;
+  uint64_t text_hash = 0;  // train::text_hash of the training text; 0: unknown (older files)
+  std::string text_path;   // the -f it was trained on, for messages
 };
 
 Status write_checkpoint(const std::string& path, Trainer& t, Backend& backend, const RunExtras& extras);

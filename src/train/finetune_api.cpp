@@ -5,35 +5,23 @@
 #include "tessera/tokenizer.h"
 #include "tessera/train.h"
 #include "train/lora_model.h"
+#include "train/preflight.h"
 #include "train/run_loop.h"
 
 namespace tessera {
-namespace {
-
-Status check_options(const FinetuneOptions& o) {
-  if (o.steps <= 0 || o.batch <= 0 || o.accum <= 0) return Status::error("finetune: --steps, --batch and --accum must be positive");
-  if (!(o.lr > 0)) return Status::error("finetune: --lr must be positive");
-  if (o.val_fraction < 0 || o.val_fraction >= 0.5) return Status::error("finetune: --val-fraction must be in [0, 0.5)");
-  if (o.n_ctx < 0 || o.n_ctx == 1) return Status::error("finetune: --ctx must be at least 2");
-  return Status::ok();
-}
-
-
-
-}  // namespace
 
 Status finetune_model(const FinetuneOptions& o, const std::function<void(const TrainProgress&)>& progress) {
-  TESSERA_RETURN_IF_ERROR(check_options(o));
+  TESSERA_RETURN_IF_ERROR(check_finetune_options(o));
   Result<std::vector<std::string>> targets = train::parse_lora_targets(o.targets);
   if (!targets) return targets.status();
   Result<std::string> text = train::read_training_text(o.text_path);
   if (!text) return text.status();
   ModelParams mp;
   mp.repack = false;  // the backward pass dequantizes the base's rows in the file's layout
-  Result<std::unique_ptr<Model>> base = Model::load(o.base_path, mp);
+  Result<std::unique_ptr<Model>> base = o.base_path.empty() ? Model::load_default(mp) : Model::load(o.base_path, mp);
   if (!base) return base.status();
   const Tokenizer* tok = (*base)->tokenizer();
-  if (tok == nullptr) return Status::error(o.base_path + ": the base has no tokenizer to read the text with");
+  if (tok == nullptr) return Status::error((o.base_path.empty() ? Model::default_model_name() : o.base_path) + ": the base has no tokenizer to read the text with");
   CpuBackend backend(o.n_threads);
   Result<std::unique_ptr<train::TrainModel>> m =
       train::create_lora(**base, {o.lora_r, o.lora_alpha, *targets}, o.seed, backend);
@@ -57,9 +45,15 @@ Status finetune_model(const FinetuneOptions& o, const std::function<void(const T
   p.phase = TrainProgress::Phase::Training;
   train::LoopOptions lo;
   lo.log_path = o.log_path;
-  TESSERA_RETURN_IF_ERROR(train::run_loop(t, lo, {o.eval_every, o.val_fraction}, backend, p, progress));
-  TESSERA_RETURN_IF_ERROR(train::model_writer(**m, backend, DType::F32).write(o.output_path));
-  p.phase = TrainProgress::Phase::Done;
+  lo.stop = o.stop;
+  lo.extras.eval_every = o.eval_every;
+  lo.extras.val_fraction = o.val_fraction;
+  Result<bool> stopped = train::run_loop(t, lo, backend, p, progress);
+  if (!stopped) return stopped.status();
+  TESSERA_RETURN_IF_ERROR(train::write_atomically(train::model_writer(**m, backend, DType::F32), o.output_path));
+  p.phase = *stopped ? TrainProgress::Phase::Interrupted : TrainProgress::Phase::Done;
+  p.step = t.step();
+  p.message = o.output_path;
   if (progress) progress(p);
   return Status::ok();
 }

@@ -1,5 +1,6 @@
 // The loop shared by `train` and `finetune`: steps from the trainer's current one to the
-// last, with progress, validation, the CSV log and checkpoints.
+// last, with progress, validation, the CSV log and checkpoints, stopping early (with a
+// checkpoint) when asked to.
 #pragma once
 
 #include <functional>
@@ -12,10 +13,14 @@ namespace tessera::train {
 
 struct LoopOptions {
   std::string log_path;         // CSV of the steps; empty: none
-  bool fresh_log = true;        // a new log (header first), else appended to (a resumed run)
+  bool fresh_log = true;        // a new log (header first), else continued: its rows after
+                                // the trainer's step are dropped, then appended to
   std::string checkpoint_path;  // empty: no checkpoints
   int64_t checkpoint_every = 0; // and at the last step
+  double checkpoint_minutes = 0;  // > 0: also when this long has passed since the last one
   int64_t stop_at = 0;          // > 0: the last step, before the schedule's end
+  const std::atomic<bool>* stop = nullptr;  // true: stop after the step in progress
+  RunExtras extras;             // validation, and what checkpoints keep of the run
 };
 
 /// The run's configuration from the options of `train` or `finetune` (which name these
@@ -38,7 +43,9 @@ RunConfig run_config(const Options& o, int64_t n_ctx) {
   return c;
 }
 
-Status run_loop(Trainer& t, const LoopOptions& o, const RunExtras& extras, Backend& backend, TrainProgress p,
-                const std::function<void(const TrainProgress&)>& progress);
+/// Runs the steps; true when *o.stop ended it early (after a checkpoint of the last
+/// step done, when the loop has a checkpoint path and ran a step).
+Result<bool> run_loop(Trainer& t, const LoopOptions& o, Backend& backend, TrainProgress p,
+                      const std::function<void(const TrainProgress&)>& progress);
 
 }  // namespace tessera::train

@@ -8,6 +8,7 @@
 #include "tessera/train.h"
 #include "tokenizer/train_vocab.h"
 #include "train/checkpoint.h"
+#include "train/preflight.h"
 #include "train/run_loop.h"
 
 namespace tessera {
@@ -19,17 +20,6 @@ using train::TrainModel;
 using train::Trainer;
 
 
-
-Status check_options(const TrainOptions& o) {
-  if (o.steps <= 0 || o.batch <= 0 || o.accum <= 0) return Status::error("train: --steps, --batch and --accum must be positive");
-  if (o.n_ctx < 2) return Status::error("train: --ctx must be at least 2");
-  if (!(o.lr > 0)) return Status::error("train: --lr must be positive");
-  if (o.val_fraction < 0 || o.val_fraction >= 0.5) return Status::error("train: --val-fraction must be in [0, 0.5)");
-  if (o.output_type != DType::F32 && o.output_type != DType::F16 && o.output_type != DType::BF16) {
-    return Status::error("train: the output type must be f32, f16 or bf16 (quantize the written model instead)");
-  }
-  return Status::ok();
-}
 
 // A new model: a vocabulary learned from the text, then a LLaMA of the options' shape.
 Result<std::unique_ptr<TrainModel>> new_model(const TrainOptions& o, const std::string& text, Backend& backend,
@@ -62,20 +52,23 @@ std::string checkpoint_path(const TrainOptions& o) {
 }  // namespace
 
 Status train_model(const TrainOptions& o, const std::function<void(const TrainProgress&)>& progress) {
-  TESSERA_RETURN_IF_ERROR(check_options(o));
+  TESSERA_RETURN_IF_ERROR(check_train_options(o));
   Result<std::string> text = train::read_training_text(o.text_path);
   if (!text) return text.status();
   CpuBackend backend(o.n_threads);
   std::unique_ptr<gguf::File> ckpt;
   std::unique_ptr<TrainModel> m;
   RunConfig c = train::run_config(o, o.n_ctx);
-  RunExtras extras{o.eval_every, o.val_fraction};
+  RunExtras extras{o.eval_every, o.val_fraction, train::text_hash(*text), o.text_path};
   if (!o.resume_path.empty()) {
     Result<std::unique_ptr<gguf::File>> f = gguf::File::open(o.resume_path);
     if (!f) return f.status();
     ckpt = std::move(*f);
-    Result<RunConfig> rc = train::read_run_config(*ckpt, &extras);
+    RunExtras kept;
+    Result<RunConfig> rc = train::read_run_config(*ckpt, &kept);
     if (!rc) return rc.status();
+    extras.eval_every = kept.eval_every;
+    extras.val_fraction = kept.val_fraction;
     c = *rc;
     if (o.override_steps) c.steps = c.adam.total_steps = o.steps;
     Result<std::unique_ptr<TrainModel>> lm = train::load_model(*ckpt, "training.", backend);
@@ -109,9 +102,21 @@ Status train_model(const TrainOptions& o, const std::function<void(const TrainPr
   lo.fresh_log = o.resume_path.empty();
   lo.checkpoint_path = checkpoint_path(o);
   lo.checkpoint_every = o.checkpoint_every;
+  lo.checkpoint_minutes = o.checkpoint_minutes;
   lo.stop_at = o.stop_at;
-  TESSERA_RETURN_IF_ERROR(train::run_loop(t, lo, extras, backend, p, progress));
-  TESSERA_RETURN_IF_ERROR(train::model_writer(*m, backend, o.output_type).write(o.output_path));
+  lo.stop = o.stop;
+  lo.extras = extras;
+  const int64_t first = t.step();
+  Result<bool> stopped = train::run_loop(t, lo, backend, p, progress);
+  if (!stopped) return stopped.status();
+  if (*stopped) {
+    p.phase = TrainProgress::Phase::Interrupted;
+    p.step = t.step();
+    p.message = t.step() > first ? lo.checkpoint_path : o.resume_path;
+    if (progress) progress(p);
+    return Status::ok();
+  }
+  TESSERA_RETURN_IF_ERROR(train::write_atomically(train::model_writer(*m, backend, o.output_type), o.output_path));
   p.phase = TrainProgress::Phase::Done;
   if (progress) progress(p);
   return Status::ok();

@@ -93,7 +93,7 @@ TEST(Cli, BadInputGivesOneClearErrorLine) {
       {"inspect " + not_gguf, "magic"},
       {"logits -m " + not_gguf + " --prompt-ids 1", "magic"},
       {"run -m " + not_gguf + " -p hi --no-such-flag", "no-such-flag"},
-      {"logits --prompt-ids 1 -n 1", "--model"},  // run, chat and serve default to the built-in model
+      {"logits -m /nonexistent.gguf --prompt-ids 1 -n 1", "--model"},  // without -m: the built-in model
       {"run -m " + not_gguf + " -p hi -t 0", "threads"},
       {"frobnicate", "frobnicate"},
   };

@@ -122,7 +122,7 @@ TEST_F(RuntimeEmbed, CliNormalizeAndPoolings) {
 
 TEST_F(RuntimeEmbed, CliBadFlagsGiveOneErrorLine) {
   for (const std::string& args : std::vector<std::string>{"embed -m " + path_ + " -p hi --pooling max", "embed -m " + path_,
-                                  "embed -p hi", "embed -m " + path_ + " -p hi --frobnicate"}) {
+                                  "embed -m /nonexistent.gguf -p hi", "embed -m " + path_ + " -p hi --frobnicate"}) {
     const test::CliOutput o = run_cli(args);
     EXPECT_NE(o.status, 0) << args;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": " << o.err;

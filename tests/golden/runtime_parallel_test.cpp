@@ -92,7 +92,7 @@ TEST(RuntimeParallel, BadFlagsGiveOneErrorLine) {
   std::fclose(std::fopen(empty.c_str(), "w"));
   for (const std::string& args : std::vector<std::string>{
            "parallel -m " + model + " --clients 0", "parallel -m " + model + " --clients 65",
-        "parallel -m " + model + " -n 0", "parallel --clients 2", "parallel -m " + model + " -f " + empty,
+        "parallel -m " + model + " -n 0", "parallel -m /nonexistent.gguf --clients 2", "parallel -m " + model + " -f " + empty,
         "parallel -m " + model + " --ctx-size 8"}) {
     const test::CliOutput o = run_cli(args);
     EXPECT_NE(o.status, 0) << args;

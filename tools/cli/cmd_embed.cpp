@@ -29,10 +29,10 @@ int run_embed(const EmbedOptions& o) {
   if (!pooling) return fail("embed: " + pooling.status().message());
   ModelParams mp;
   apply_placement(o.placement, mp);
-  Result<std::unique_ptr<Model>> model = Model::load(o.model, mp);
+  Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, mp);
   if (!model) return fail(model.status().message());
   const Tokenizer* tok = (*model)->tokenizer();
-  if (!tok) return fail(o.model + ": the model has no usable tokenizer, so it cannot take text");
+  if (!tok) return fail(model_file_name(o.model) + ": the model has no usable tokenizer, so it cannot take text");
   const std::vector<TokenId> tokens = tok->encode(o.prompt, tok->add_bos_token());
   if (tokens.empty()) return fail("embed: the text is empty and the model adds no BOS token");
   if (const int64_t n_train = (*model)->info().n_ctx_train; n_train > 0 && int64_t(tokens.size()) > n_train) {
@@ -62,7 +62,7 @@ int run_embed(const EmbedOptions& o) {
   if (o.normalize) normalize_l2(embedding);
 
   nlohmann::json out;
-  out["model"] = std::filesystem::path(o.model).filename().string();
+  out["model"] = model_file_name(o.model);
   out["n_embd"] = n_embd;
   out["n_tokens"] = tokens.size();
   out["pooling"] = std::string(pooling_name(*pooling));
@@ -79,7 +79,7 @@ Command add_embed(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "embed", "Print the embedding of a text as JSON: the final hidden state (after the output "
                "norm) of its tokens, BOS included, pooled into one vector");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
   cmd->add_option("-p,--prompt", o->prompt, "text to embed (tokenized with the model's tokenizer, BOS added)")
       ->required();

@@ -1,11 +1,14 @@
 // `tessera finetune`: a LoRA adapter trained on a frozen base model (tessera/train.h),
 // written as a GGUF adapter that run, chat, serve, perplexity and bench apply with --lora.
+// Without -m the base is the built-in model. Every check runs before any work (exit 2);
+// Ctrl-C (SIGINT) or SIGTERM writes the adapter trained so far and exits 130.
 #include <cstdio>
 #include <memory>
 #include <unistd.h>
 
 #include "commands.h"
 #include "tessera/train.h"
+#include "train_interrupt.h"
 #include "train_progress.h"
 
 namespace tessera::cli {
@@ -17,10 +20,30 @@ struct FinetuneCli {
 };
 
 int run_finetune(FinetuneCli& c) {
+  if (c.print_every <= 0) return usage_error("finetune: --print-every must be positive");
+  if (const Status s = check_finetune_options(c.o); !s) return usage_error(s.message());
+  c.o.stop = &install_stop_handlers();
+  if (c.o.base_path.empty()) std::fprintf(stderr, "tessera finetune: base: the built-in %s\n", Model::default_model_name().c_str());
   const bool tty = isatty(fileno(stderr)) != 0;
-  const Status s = finetune_model(c.o, [&](const TrainProgress& p) { print_train_progress("finetune", p, c.print_every, tty); });
+  bool interrupted = false;
+  int64_t step = 0;
+  const Status s = finetune_model(c.o, [&](const TrainProgress& p) {
+    if (p.phase == TrainProgress::Phase::Interrupted) {
+      interrupted = true;
+      step = p.step;
+    }
+    print_train_progress("finetune", p, c.print_every, tty);
+  });
   if (tty) std::fprintf(stderr, "\n");
   if (!s) return fail(s.message());
+  if (interrupted) {
+    std::fprintf(stderr,
+                 "tessera finetune: interrupted; wrote %s, the adapter after %lld of %lld steps (a finetune cannot be "
+                 "resumed; apply it with --lora %s)\n",
+                 c.o.output_path.c_str(), static_cast<long long>(step), static_cast<long long>(c.o.steps),
+                 c.o.output_path.c_str());
+    return kExitInterrupted;
+  }
   std::fprintf(stderr, "tessera finetune: wrote %s (apply it with --lora %s)\n", c.o.output_path.c_str(),
                c.o.output_path.c_str());
   return 0;
@@ -32,13 +55,13 @@ Command add_finetune(CLI::App& app) {
   auto c = std::make_shared<FinetuneCli>();
   FinetuneOptions& o = c->o;
   CLI::App* cmd = app.add_subcommand("finetune", "Train a LoRA adapter on a frozen base model (which may be quantized)");
-  cmd->add_option("-m,--model", o.base_path, "the base model (GGUF)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", o.base_path, "the base " + model_option_help())->check(CLI::ExistingFile);
   cmd->add_option("-f,--file", o.text_path, "training text")->required()->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", o.output_path, "the adapter (GGUF)")->required();
   cmd->add_option("--lora-r", o.lora_r, "rank of the updates (default 8)");
   cmd->add_option("--lora-alpha", o.lora_alpha, "alpha: the updates are scaled by alpha / r (default 16)");
   cmd->add_option("--targets", o.targets, "projections to adapt, a comma list of q,k,v,o,gate,up,down (default: all)");
-  cmd->add_option("-c,--ctx", o.n_ctx, "training window (default: the model's context, at most 256)");
+  cmd->add_option("-c,--ctx-size,--ctx", o.n_ctx, "training window (default: the model's context, at most 256)");
   cmd->add_option("--steps", o.steps, "optimizer steps (default 200)");
   cmd->add_option("--batch", o.batch, "windows per micro-batch (default 8)");
   cmd->add_option("--accum", o.accum, "micro-batches per step (default 1)");

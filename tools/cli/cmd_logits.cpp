@@ -62,7 +62,7 @@ nlohmann::json top5(std::span<const float> logits) {
 int run_logits(const LogitsOptions& o) {
   ModelParams mp;
   apply_placement(o.placement, mp);
-  Result<std::unique_ptr<Model>> model = Model::load(o.model, mp);
+  Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, mp);
   if (!model) return fail(model.status().message());
   std::vector<TokenId> prompt;
   if (!o.prompt_ids.empty()) {
@@ -71,7 +71,7 @@ int run_logits(const LogitsOptions& o) {
     prompt = std::move(*ids);
   } else {
     const Tokenizer* tok = (*model)->tokenizer();
-    if (!tok) return fail(o.model + ": the model has no tokenizer; use --prompt-ids");
+    if (!tok) return fail(model_file_name(o.model) + ": the model has no tokenizer; use --prompt-ids");
     prompt = tok->encode(o.prompt, tok->add_bos_token());
   }
   ContextParams cp;
@@ -87,7 +87,7 @@ int run_logits(const LogitsOptions& o) {
 
   const std::span<const float> last = (*ctx)->logits();
   nlohmann::json out;
-  out["model"] = std::filesystem::path(o.model).filename().string();
+  out["model"] = model_file_name(o.model);
   out["n_vocab"] = (*ctx)->n_vocab();
   out["prompt_ids"] = prompt;
   out["logits_last_prompt"] = std::vector<float>(last.begin(), last.end());
@@ -115,7 +115,7 @@ Command add_logits(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "logits", "Print the logits after a prompt and a greedy continuation as JSON "
                 "(the schema of the golden reference files)");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
   auto* ids = cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids (BOS included)");
   auto* text = cmd->add_option("-p,--prompt", o->prompt, "prompt text (tokenized with the model's tokenizer, BOS added)");

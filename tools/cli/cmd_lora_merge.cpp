@@ -55,7 +55,7 @@ Command add_lora_merge(CLI::App& app) {
       "Write a copy of a model with LoRA adapters merged into its weights (W + scale * b a); the\n"
       "other tensors and keys are copied. Merged weights keep their type when it is f32, f16 or\n"
       "bf16, else become f16 (or --type): quantize the result again with 'tessera quantize'.");
-  cmd->add_option("-m,--model", o->base, "the base model (GGUF)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", o->base, "the base " + model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   cmd->get_option("--lora")->required();
   cmd->add_option("-o,--output", o->out, "the merged model (GGUF)")->required();

@@ -215,7 +215,7 @@ void print_results(const ParallelOptions& o, const Tokenizer& tok, const std::ve
   const double all_tps = t.seconds > 0 ? double(t.generated + t.prompt_tokens) / t.seconds : 0.0;
   if (o.json) {
     nlohmann::json out;
-    out["model"] = std::filesystem::path(o.model).filename().string();
+    out["model"] = model_file_name(o.model);
     out["clients"] = o.clients;
     nlohmann::json list = nlohmann::json::array();
     for (size_t i = 0; i < requests.size(); ++i) {
@@ -251,10 +251,10 @@ int run_parallel(const ParallelOptions& o) {
   if (!prompts) return fail(prompts.status().message());
   ModelParams mp;
   apply_placement(o.placement, mp);
-  Result<std::unique_ptr<Model>> model = Model::load(o.model, mp);
+  Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, mp);
   if (!model) return fail(model.status().message());
   const Tokenizer* tok = (*model)->tokenizer();
-  if (!tok) return fail(o.model + ": the model has no usable tokenizer, so it cannot take text");
+  if (!tok) return fail(model_file_name(o.model) + ": the model has no usable tokenizer, so it cannot take text");
 
   const int n_requests = o.requests > 0 ? o.requests : o.clients;
   std::vector<Request> requests(static_cast<size_t>(n_requests));
@@ -291,7 +291,7 @@ Command add_parallel(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "parallel", "Serve simulated clients together with continuous batching (one batch per step "
                   "holds the next token of every active client) and report the throughput");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
   cmd->add_option("--clients", o->clients, "clients decoded together (sequences of one context)")
       ->check(CLI::Range(1, 64));

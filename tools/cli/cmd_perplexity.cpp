@@ -22,8 +22,8 @@ struct PerplexityOptions {
 
 int run_perplexity(PerplexityOptions o) {
   if (o.params.n_ctx > 0 && o.params.n_ctx < 4) {
-    fail("perplexity: -c " + std::to_string(o.params.n_ctx) + " is too small: 0 (the model's context) or at least 4");
-    return kExitUsage;
+    return usage_error("perplexity: -c " + std::to_string(o.params.n_ctx) +
+                       " is too small: 0 (the model's context) or at least 4");
   }
   std::ifstream in(o.file, std::ios::binary);
   if (!in) return fail("perplexity: cannot read " + o.file);
@@ -35,7 +35,7 @@ int run_perplexity(PerplexityOptions o) {
   Result<ModelParams> mp = model_params(o.lora);
   if (mp) apply_placement(o.placement, *mp);
   if (!mp) return fail(mp.status().message());
-  Result<std::unique_ptr<Model>> model = Model::load(o.model, *mp);
+  Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, *mp);
   if (!model) return fail(model.status().message());
   const int64_t n_train = (*model)->info().n_ctx_train;
   if (o.params.n_ctx == 0) o.params.n_ctx = n_train >= 4 ? n_train : 512;  // -c 0: the model's, as run's
@@ -80,7 +80,7 @@ Command add_perplexity(CLI::App& app) {
       "into chunks of -c tokens (first token BOS), and the second half of each chunk is scored.\n"
       "Prints the running value after each chunk ([1]x,[2]y,...) and the final estimate on\n"
       "stdout, progress on stderr.");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
   cmd->add_option("-f,--file", o->file,

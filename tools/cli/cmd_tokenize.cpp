@@ -1,4 +1,5 @@
-// `tessera tokenize`: the token ids (and pieces) of a text under a GGUF file's vocabulary.
+// `tessera tokenize`: the token ids (and pieces) of a text under a GGUF file's vocabulary
+// (without -m, the built-in model's).
 // Reads only the tokenizer metadata, so vocabulary-only files (no weights) work too.
 #include <cstdio>
 #include <fstream>
@@ -76,6 +77,18 @@ std::string quote(const std::string& piece) {
   return out + "'";
 }
 
+// The vocabulary of the -m file (only its keys are read), or of the built-in model.
+Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
+  if (path.empty()) {
+    Result<std::unique_ptr<Model>> model = Model::load_default();
+    if (!model) return model.status();
+    return Tokenizer::from_gguf((*model)->file());
+  }
+  Result<std::unique_ptr<gguf::File>> file = gguf::File::open(path);
+  if (!file) return file.status();
+  return Tokenizer::from_gguf(**file);
+}
+
 int run_tokenize(const TokenizeOptions& o) {
   std::string text = o.prompt;
   if (!o.file.empty()) {
@@ -85,9 +98,7 @@ int run_tokenize(const TokenizeOptions& o) {
     ss << in.rdbuf();
     text = ss.str();
   }
-  Result<std::unique_ptr<gguf::File>> file = gguf::File::open(o.model);
-  if (!file) return fail(file.status().message());
-  Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(**file);
+  Result<std::unique_ptr<Tokenizer>> tok = load_tokenizer(o.model);
   if (!tok) return fail(tok.status().message());
   const Tokenizer& t = **tok;
 
@@ -117,8 +128,9 @@ int run_tokenize(const TokenizeOptions& o) {
 Command add_tokenize(CLI::App& app) {
   auto o = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids and pieces of a text");
-  cmd->add_option("-m,--model", o->model, "GGUF file with a vocabulary (weights not needed)")
-      ->required()
+  cmd->add_option("-m,--model", o->model,
+                  "GGUF file with a vocabulary, weights not needed (default: the built-in " +
+                      Model::default_model_name() + ")")
       ->check(CLI::ExistingFile);
   auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "text to tokenize");
   auto* file = cmd->add_option("-f,--file", o->file, "file whose bytes to tokenize")

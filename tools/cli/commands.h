@@ -69,6 +69,8 @@ class NumberRange : public CLI::Validator {
 
 /// Prints "tessera: <message>" to stderr and returns the exit status for errors (1).
 int fail(const std::string& message);
+/// The same for usage errors (a flag's value, a path that cannot be written): returns 2.
+int usage_error(const std::string& message);
 /// A sane default thread count: the machine's cores.
 int default_threads();
 
@@ -90,6 +92,8 @@ Result<std::unique_ptr<Model>> load_model_or_default(const std::string& path, co
                                                      bool mmap = true);
 /// The help text of an -m that may be left out.
 std::string model_option_help();
+/// The file name of the -m model, or the built-in model's when path is empty.
+std::string model_file_name(const std::string& path);
 /// Model::load's parameters for --lora values.
 Result<ModelParams> model_params(const std::vector<std::string>& lora);
 

@@ -1,5 +1,6 @@
-// The model of run, chat and serve: the -m file, or without -m the default model built
-// into tessera (Model::load_default, models/README.md).
+// The model of every tool that runs one: the -m file, or without -m the default model
+// built into tessera (Model::load_default, models/README.md).
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -22,6 +23,10 @@ std::string model_option_help() {
   const std::string name = Model::default_model_name();
   return name.empty() ? "GGUF model file (required: this build has no default model)"
                       : "GGUF model file (default: the built-in " + name + ", see models/README.md)";
+}
+
+std::string model_file_name(const std::string& path) {
+  return path.empty() ? Model::default_model_name() : std::filesystem::path(path).filename().string();
 }
 
 }  // namespace tessera::cli

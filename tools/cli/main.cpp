@@ -20,6 +20,11 @@ int fail(const std::string& message) {
   return kExitError;
 }
 
+int usage_error(const std::string& message) {
+  fail(message);
+  return kExitUsage;
+}
+
 int default_threads() {
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 2 : int(n);

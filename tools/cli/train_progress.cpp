@@ -24,7 +24,7 @@ void print_train_progress(const char* tool, const TrainProgress& p, int64_t prin
     std::fprintf(stderr, "tessera %s: %s\n", tool, p.message.c_str());
     return;
   }
-  if (p.phase == Phase::Done) return;
+  if (p.phase == Phase::Done || p.phase == Phase::Interrupted) return;  // the tool says what it wrote
   if (p.phase == Phase::Start) {
     std::fprintf(stderr, "tessera %s: %.2fM parameters, %lld training tokens, %lld held out; from step %lld of %lld\n",
                  tool, double(p.n_params) / 1e6, static_cast<long long>(p.n_train_tokens),
