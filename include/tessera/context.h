@@ -42,6 +42,12 @@ struct ContextParams {
                             // prefixes, which never receive new tokens). 0: n_seq_max
 };
 
+/// What save_seq_state / load_seq_state moved.
+struct SeqStateInfo {
+  int64_t n_tokens = 0;  // cells of the sequence
+  int64_t n_bytes = 0;   // size of the file
+};
+
 class Context {
  public:
   /// A context for `model`, which must outlive it.
@@ -133,6 +139,16 @@ class Context {
   /// version, truncation, mismatch) is refused with a message and leaves the context
   /// as it was, except after a read error in the cache data, which clears it.
   Result<std::vector<uint8_t>> load_state(const std::string& path);
+
+  /// Writes one sequence's cells (positions, tokens, keys and values) to `path`, with
+  /// the model's shape and the cache type, through a temporary file renamed over `path`
+  /// (never a partial file under that name). An empty sequence gives a file of 0 tokens.
+  Result<SeqStateInfo> save_seq_state(SeqId seq, const std::string& path);
+  /// Puts the cells a save_seq_state file holds into free cells of `dst` (which must be
+  /// empty), at their saved positions. Refused with a message, nothing changed, when the
+  /// file is bad or truncated, comes from a model of another shape or another cache type,
+  /// or too few cells are free.
+  Result<SeqStateInfo> load_seq_state(const std::string& path, SeqId dst);
 
  private:
   explicit Context(std::unique_ptr<ContextImpl> impl);

@@ -238,6 +238,29 @@ struct EngineStats {
   std::vector<SlotInfo> slots;
 };
 
+/// A slot action (llama-server's POST /slots/{id}?action=...). What a slot holds: the
+/// most recently used cached prefix that slot N left (its `origin`). Save writes that
+/// prefix's cells to a file (0 tokens when the slot has none); Restore loads a file into
+/// a new cached prefix of slot N, replacing slot N's prefixes, so that the next prompt
+/// starting with its tokens reuses them; Erase drops every cached prefix slot N left.
+enum class SlotActionKind { Save, Restore, Erase };
+
+struct SlotActionResult {
+  enum class Error {
+    None,
+    Invalid,       // bad slot id, or a file that cannot be restored (message says why): HTTP 400
+    NotFound,      // Restore: no such file: HTTP 404
+    Busy,          // the slot stayed busy past the timeout: HTTP 503
+    ShuttingDown,  // HTTP 503
+    Failed,        // Save: the file could not be written: HTTP 500
+  };
+  Error error = Error::None;
+  std::string message;
+  int64_t n_tokens = 0;  // saved, restored or erased
+  int64_t n_bytes = 0;   // written (Save) or read (Restore)
+  double ms = 0;         // time of the file work
+};
+
 class EngineImpl;
 
 class Engine {
@@ -270,6 +293,13 @@ class Engine {
   /// Stops taking requests; `cancel_running`: also cancels the running and waiting ones,
   /// else lets them finish. Then waits for the loop thread to end (if started).
   void shutdown(bool cancel_running);
+
+  /// Runs a slot action on the stepping thread, between steps, once `slot` is idle (a
+  /// busy slot is waited for, up to `timeout`; then Busy, and the action is dropped).
+  /// `path` is the file of Save and Restore. Needs start(): it blocks until the loop
+  /// thread has run it. Pending actions are answered ShuttingDown at shutdown().
+  SlotActionResult slot_action(SlotActionKind kind, int slot, const std::string& path,
+                               std::chrono::milliseconds timeout);
 
   EngineStats stats() const;
   /// The adapter scales of requests submitted without their own (at first the scales

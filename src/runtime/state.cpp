@@ -15,12 +15,24 @@
 //
 // Everything before the cache data is read and checked (and the file size compared
 // with what the header implies) before the context is touched.
+//
+// One sequence's state (save_seq_state), version 1:
+//
+//   "TESSSEQ." magic, u32 version, the model shape as above (string arch, 8 x i64,
+//   u64 n_params), u32 kv type, u64 row bytes, i64 n_tokens
+//   n_tokens x (i32 pos, i32 token), in position order
+//   per layer: the K rows, then the V rows, of those cells; "TESSEND." end marker
+//
+// It is written to a temporary file beside `path` and renamed over it, so a crash
+// never leaves a partial file under the final name.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <unistd.h>
 
 #include "runtime/context_impl.h"
 
@@ -180,8 +192,8 @@ Status read_header(Reader& r, const std::string& where, Header& h) {
   return r.ok() ? Status::ok() : Status::error(where + "is truncated (inside the header)");
 }
 
-/// The file's model and cache against this context's.
-Status check_header(const Header& f, const Header& mine, const ContextImpl& c, const std::string& where) {
+/// The file's model and cache type against this context's.
+Status check_model(const Header& f, const Header& mine, const std::string& where) {
   if (f.arch != mine.arch) {
     return Status::error(where + "was saved from a '" + f.arch + "' model, this one is '" + mine.arch + "'");
   }
@@ -195,6 +207,12 @@ Status check_header(const Header& f, const Header& mine, const ContextImpl& c, c
   if (f.kv_type != mine.kv_type || f.row_bytes != mine.row_bytes) {
     return Status::error(where + "holds a cache of another type (kv_type differs)");
   }
+  return Status::ok();
+}
+
+/// The file's model, cache and sizes against this context's.
+Status check_header(const Header& f, const Header& mine, const ContextImpl& c, const std::string& where) {
+  TESSERA_RETURN_IF_ERROR(check_model(f, mine, where));
   if (f.embeddings != mine.embeddings) {
     return Status::error(where + "was saved with embeddings " + (f.embeddings ? "on" : "off") +
                          "; this context has them " + (mine.embeddings ? "on" : "off"));
@@ -354,6 +372,154 @@ Result<std::vector<uint8_t>> Context::load_state(const std::string& path) {
   c.embd_ = std::move(l.embd);
   c.n_out_ = l.h.n_out;
   return std::move(l.user);
+}
+
+namespace {
+
+constexpr char kSeqMagic[8] = {'T', 'E', 'S', 'S', 'S', 'E', 'Q', '.'};
+constexpr uint32_t kSeqVersion = 1;
+
+void write_seq_header(Writer& w, const Header& h, int64_t n_tokens) {
+  w.bytes(kSeqMagic, sizeof kSeqMagic);
+  w.pod(kSeqVersion);
+  w.pod(uint32_t(h.arch.size()));
+  w.bytes(h.arch.data(), h.arch.size());
+  for (int64_t v : h.shape) w.pod(v);
+  w.pod(h.n_params);
+  w.pod(h.kv_type);
+  w.pod(h.row_bytes);
+  w.pod(n_tokens);
+}
+
+Status read_seq_header(Reader& r, const std::string& where, Header& h, int64_t& n_tokens) {
+  char magic[8];
+  if (!r.bytes(magic, sizeof magic)) return Status::error(where + "is truncated (no header)");
+  if (std::memcmp(magic, kSeqMagic, sizeof magic) != 0) {
+    return Status::error(where + "is not a tessera sequence state file (bad magic)");
+  }
+  uint32_t version = 0;
+  uint32_t arch_len = 0;
+  if (!r.pod(version)) return Status::error(where + "is truncated (no version)");
+  if (version != kSeqVersion) {
+    return Status::error(where + "has sequence state version " + std::to_string(version) +
+                         "; this build reads version " + std::to_string(kSeqVersion));
+  }
+  if (!r.pod(arch_len) || arch_len > 256) return Status::error(where + "has a bad header");
+  h.arch.resize(arch_len);
+  r.bytes(h.arch.data(), arch_len);
+  for (int64_t& v : h.shape) r.pod(v);
+  r.pod(h.n_params);
+  r.pod(h.kv_type);
+  r.pod(h.row_bytes);
+  r.pod(n_tokens);
+  return r.ok() ? Status::ok() : Status::error(where + "is truncated (inside the header)");
+}
+
+/// The cells of `seq` in position order.
+std::vector<int32_t> seq_cells(const KvCache& kv, SeqId seq) {
+  std::vector<int32_t> cells;
+  for (int64_t i = 0; i < kv.n_ctx(); ++i) {
+    if (kv.cell(i).seqs & seq_bit(seq)) cells.push_back(int32_t(i));
+  }
+  std::sort(cells.begin(), cells.end(), [&](int32_t a, int32_t b) { return kv.cell(a).pos < kv.cell(b).pos; });
+  return cells;
+}
+
+/// The (pos, token) records of a sequence file, checked: positions increasing, tokens in
+/// the vocabulary.
+Status read_seq_records(Reader& r, const ContextImpl& c, int64_t n, std::vector<KvCell>& out,
+                        const std::string& where) {
+  for (int64_t i = 0; i < n; ++i) {
+    KvCell cell;
+    r.pod(cell.pos);
+    r.pod(cell.token);
+    if (!r.ok()) return Status::error(where + "is truncated (in the tokens)");
+    if (cell.pos < 0 || (i > 0 && cell.pos <= out.back().pos) || cell.token < 0 ||
+        cell.token >= c.m_.hparams.n_vocab) {
+      return Status::error(where + "has a bad token record (" + std::to_string(i) + ")");
+    }
+    out.push_back(cell);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<SeqStateInfo> Context::save_seq_state(SeqId seq, const std::string& path) {
+  ContextImpl& c = *impl_;
+  TESSERA_RETURN_IF_ERROR(refuse_across_ranks(c, "save_seq_state"));
+  TESSERA_RETURN_IF_ERROR(c.check_seq("save_seq_state", seq, false));
+  TESSERA_RETURN_IF_ERROR(c.shift_.apply(*c.kv_));  // keys at their final positions
+  const std::vector<int32_t> cells = seq_cells(*c.kv_, seq);
+  const Header h = header_of(c);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  File f(std::fopen(tmp.c_str(), "wb"));
+  if (!f) return Status::error("state: cannot write '" + tmp + "': " + std::strerror(errno));
+  Writer w(f.get());
+  write_seq_header(w, h, int64_t(cells.size()));
+  for (int32_t cell : cells) {
+    w.pod(c.kv_->cell(cell).pos);
+    w.pod(c.kv_->cell(cell).token);
+  }
+  transfer_rows(c, cells, size_t(h.row_bytes), &w, nullptr);
+  w.bytes(kEnd, sizeof kEnd);
+  const bool written = w.ok() && std::fflush(f.get()) == 0 && ::fsync(::fileno(f.get())) == 0;
+  const int err = errno;
+  const int64_t n_bytes = written ? int64_t(std::ftell(f.get())) : 0;
+  f.reset();
+  std::error_code ec;
+  if (written) std::filesystem::rename(tmp, path, ec);
+  if (!written || ec) {
+    const std::string why = written ? ec.message() : std::string(std::strerror(err));
+    std::filesystem::remove(tmp, ec);
+    return Status::error("state: writing '" + path + "' failed: " + why);
+  }
+  return SeqStateInfo{int64_t(cells.size()), n_bytes};
+}
+
+Result<SeqStateInfo> Context::load_seq_state(const std::string& path, SeqId dst) {
+  ContextImpl& c = *impl_;
+  TESSERA_RETURN_IF_ERROR(refuse_across_ranks(c, "load_seq_state"));
+  TESSERA_RETURN_IF_ERROR(c.check_seq("load_seq_state", dst, false));
+  const std::string where = "state: '" + path + "' ";
+  std::error_code ec;
+  const int64_t file_size = int64_t(std::filesystem::file_size(path, ec));
+  File f(ec ? nullptr : std::fopen(path.c_str(), "rb"));
+  if (!f) return Status::error("state: cannot read '" + path + "'");
+  Reader r(f.get());
+  Header h;
+  int64_t n = 0;
+  TESSERA_RETURN_IF_ERROR(read_seq_header(r, where, h, n));
+  TESSERA_RETURN_IF_ERROR(check_model(h, header_of(c), where));
+  if (n < 0 || n > c.kv_->n_ctx()) {
+    return Status::error(where + "holds " + std::to_string(n) + " tokens; this context has " +
+                         std::to_string(c.kv_->n_ctx()) + " cells");
+  }
+  const int64_t body = n * 8 + c.m_.hparams.n_layer * 2 * n * int64_t(h.row_bytes) + int64_t(sizeof kEnd);
+  const int64_t have = file_size - int64_t(std::ftell(f.get()));
+  if (have < body) {
+    return Status::error(where + "is truncated: " + std::to_string(file_size) + " bytes, the header implies " +
+                         std::to_string(file_size - have + body));
+  }
+  if (have > body) return Status::error(where + "has " + std::to_string(have - body) + " bytes of trailing data");
+  std::vector<KvCell> records;
+  TESSERA_RETURN_IF_ERROR(read_seq_records(r, c, n, records, where));
+  if (c.kv_->seq_pos_max(dst) >= 0) {
+    return Status::error("load_seq_state: sequence " + std::to_string(dst) + " is not empty");
+  }
+  const std::vector<SeqMask> masks(size_t(n), seq_bit(dst));
+  Result<std::vector<int32_t>> cells = c.kv_->find_slots(masks);
+  if (!cells) return Status::error(where + "does not fit: " + cells.status().message());
+  for (size_t i = 0; i < records.size(); ++i) {
+    c.kv_->store((*cells)[i], records[i].pos, seq_bit(dst), records[i].token);
+  }
+  char end[sizeof kEnd];
+  if (!transfer_rows(c, *cells, size_t(h.row_bytes), nullptr, &r) || !r.bytes(end, sizeof end) ||
+      std::memcmp(end, kEnd, sizeof end) != 0) {
+    c.kv_->seq_rm(dst, -1, -1);
+    return Status::error(where + "is damaged (cache data or end marker)");
+  }
+  return SeqStateInfo{n, file_size};
 }
 
 }  // namespace tessera

@@ -241,7 +241,7 @@ void EngineImpl::loop() {
     std::unique_lock<std::mutex> lock(mu_);
     if (stop_loop_ && queue_.empty() && cancelled_.empty() && running_.empty()) break;
     cv_.wait_for(lock, std::chrono::milliseconds(20),
-                 [&] { return !queue_.empty() || !cancelled_.empty() || stop_loop_; });
+                 [&] { return !queue_.empty() || !cancelled_.empty() || !slot_jobs_.empty() || stop_loop_; });
   }
 }
 
@@ -260,6 +260,8 @@ void EngineImpl::shutdown(bool cancel_running) {
   if (cancel_running) cancel_all_ = true;
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_slot_jobs();
 }
 
 EngineStats EngineImpl::stats() const {
@@ -302,6 +304,10 @@ EngineStats Engine::stats() const { return impl_->stats(); }
 std::vector<float> Engine::adapter_scales() const { return impl_->adapter_scales(); }
 Status Engine::set_adapter_scales(std::vector<float> scales) {
   return impl_->set_adapter_scales(std::move(scales));
+}
+SlotActionResult Engine::slot_action(SlotActionKind kind, int slot, const std::string& path,
+                                     std::chrono::milliseconds timeout) {
+  return impl_->slot_action(kind, slot, path, timeout);
 }
 const EngineParams& Engine::params() const { return impl_->params_; }
 const Model& Engine::model() const { return impl_->model_; }

@@ -53,6 +53,15 @@ struct Running {
   bool all_done() const;
 };
 
+/// A slot action waiting for the stepping thread (shared with the caller, under mu_).
+struct SlotJob {
+  SlotActionKind kind = SlotActionKind::Erase;
+  int slot = 0;
+  std::string path;
+  SlotActionResult result;
+  bool done = false;
+};
+
 class EngineImpl {
  public:
   EngineImpl(const Model& model, const EngineParams& params, std::unique_ptr<Context> ctx);
@@ -65,6 +74,8 @@ class EngineImpl {
   EngineStats stats() const;
   std::vector<float> adapter_scales() const;
   Status set_adapter_scales(std::vector<float> scales);
+  SlotActionResult slot_action(SlotActionKind kind, int slot, const std::string& path,
+                               std::chrono::milliseconds timeout);
 
   const Model& model_;
   const EngineParams params_;
@@ -103,6 +114,17 @@ class EngineImpl {
   void evict(SeqId h);
   void publish_stats();
 
+  // slot_actions.cpp
+  /// Runs the pending slot actions whose slot is idle; true when it ran any.
+  bool run_slot_jobs();
+  SlotActionResult run_slot_job(const SlotJob& job);
+  SlotActionResult save_slot(int slot, const std::string& path);
+  SlotActionResult restore_slot(int slot, const std::string& path);
+  /// Drops every cached prefix slot `slot` left; the tokens they held.
+  int64_t erase_slot(int slot);
+  /// Answers every pending slot action with ShuttingDown (under mu_).
+  void fail_slot_jobs();
+
   std::unique_ptr<Context> ctx_;
   const Tokenizer& tok_;
   std::vector<TokenId> eog_tokens_;
@@ -117,6 +139,8 @@ class EngineImpl {
   std::atomic<bool> cancel_all_{false};
   uint64_t next_id_ = 1;
   std::vector<float> default_scales_;  // adapter scales of requests without their own
+  std::vector<std::shared_ptr<SlotJob>> slot_jobs_;  // waiting for the stepping thread
+  std::condition_variable slot_jobs_cv_;             // a job was done
   EngineStats stats_;
   std::thread thread_;
 

@@ -91,6 +91,14 @@ SeqId PrefixCache::least_recently_used(SeqId origin, SeqId except) const {
   return best == nullptr ? -1 : best->holder;
 }
 
+SeqId PrefixCache::most_recently_used(SeqId origin) const {
+  const Entry* best = nullptr;
+  for (const Entry& e : entries_) {
+    if (e.origin == origin && (best == nullptr || e.last_used > best->last_used)) best = &e;
+  }
+  return best == nullptr ? -1 : best->holder;
+}
+
 void PrefixCache::erase(SeqId holder) {
   std::erase_if(entries_, [&](const Entry& e) { return e.holder == holder; });
 }

@@ -61,6 +61,8 @@ class PrefixCache {
   /// The least recently used entry's holder (among those of slot `origin` when it is not
   /// -1, and other than `except`), -1 when there is none.
   SeqId least_recently_used(SeqId origin = -1, SeqId except = -1) const;
+  /// The most recently used entry's holder among those of slot `origin`, -1 when none.
+  SeqId most_recently_used(SeqId origin) const;
   /// Forgets `holder`'s entry (its cells are the caller's to remove).
   void erase(SeqId holder);
 

@@ -34,6 +34,7 @@ void fill_logprobs(std::span<const float> logits, TokenId chosen, int n_top, Eve
 
 bool EngineImpl::step() {
   bool did = drop_cancelled();
+  did = run_slot_jobs() || did;  // before admit(): a slot just freed is acted on first
   admit();
   if (running_.empty()) {
     publish_stats();

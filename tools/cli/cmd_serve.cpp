@@ -2,6 +2,7 @@
 // chat page) over the serving engine. The flags fill a ServerOptions; tools/server/ does
 // the rest (docs/server.md).
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <memory>
 
@@ -42,6 +43,9 @@ int run_serve(ServeFlags& f) {
   if (f.n_predict_flag->count() > 0) f.o.n_predict = f.n_predict;
   f.o.webui = !f.no_webui;
   f.o.prefix_cache = !f.no_prefix_cache;
+  if (!f.o.slot_save_path.empty() && !std::filesystem::is_directory(f.o.slot_save_path)) {
+    return fail("--slot-save-path: '" + f.o.slot_save_path + "' is not an existing directory");
+  }
   return server::run_server(f.o);
 }
 
@@ -160,6 +164,9 @@ void add_llama_server_flags(CLI::App* cmd, ServeFlags& f) {
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
   cmd->add_flag("--slots,!--no-slots", f.o.slots, "serve GET /slots (the default; --no-slots: 501)");
+  cmd->add_option("--slot-save-path", f.o.slot_save_path,
+                  "directory (existing) of the files of POST /slots/{id}?action=save|restore; without it "
+                  "the slot actions answer 501");
 }
 
 }  // namespace

@@ -30,6 +30,8 @@ void handle_detokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse&
 void handle_apply_template(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 void handle_props(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 void handle_slots(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+/// POST /slots/{id}?action=save|restore|erase (slot_endpoints.cpp).
+void handle_slot_action(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 /// POST /embeddings, /embedding (embedding_endpoints.cpp): llama-server's shape,
 /// [{index, embedding: [[...]]}]: one row pooled, or one per token with pooling "none".
 void handle_llama_embeddings(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);

@@ -47,6 +47,7 @@ constexpr Route kRoutes[] = {
     {"/apply-template", "POST", handle_apply_template, true, true},
     {"/props", "GET", handle_props, true, false},
     {"/slots", "GET", handle_slots, true, false},
+    {"/slots/*", "POST", handle_slot_action, true, true},
     {"/metrics", "GET", handle_metrics, true, false},
     {"/lora-adapters", "GET", handle_get_lora_adapters, true, false},
     {"/lora-adapters", "POST", handle_post_lora_adapters, true, false},

@@ -46,6 +46,7 @@ struct ServerOptions {
   std::optional<int32_t> n_predict;
   bool embeddings = false;
   bool slots = true;  // GET /slots (--no-slots: 501)
+  std::string slot_save_path;  // --slot-save-path: POST /slots/{id} save/restore files (empty: 501)
   std::string pooling = "mean";  // --pooling: none, mean, cls, last (a request's `pooling` overrides it)
   std::string cors_origin;  // empty: no CORS headers
   bool webui = true;
