@@ -77,6 +77,18 @@ TEST(CliUsage, GpuLayersWithoutAGpuWarnAndRunOnTheCpu) {
   EXPECT_NE(o.err.find("running on the CPU"), std::string::npos) << o.err;
 }
 
+// A value that is not a number says so (was "not in range"); one out of range names it.
+TEST(CliUsage, ANonNumberIsNamedAsOne) {
+  const CliOutput abc = run_tessera("run -p hi -n abc");
+  EXPECT_EQ(abc.status, 2) << abc.err;
+  EXPECT_NE(abc.err.find("--n-predict: 'abc' is not a whole number"), std::string::npos) << abc.err;
+  const CliOutput hot = run_tessera("run -p hi --temp hot");
+  EXPECT_NE(hot.err.find("--temp: 'hot' is not a number"), std::string::npos) << hot.err;
+  const CliOutput big = run_tessera("bench -r 5000");
+  EXPECT_EQ(big.status, 2) << big.err;
+  EXPECT_NE(big.err.find("5000 is out of range: 1 to 1000"), std::string::npos) << big.err;
+}
+
 // A LoRA adapter given as the model says what it is, and how to use it.
 TEST(CliUsage, AnAdapterGivenAsTheModelIsNamedAsOne) {
   TESSERA_REQUIRE_SHARED(base, "models/stories260K.gguf");

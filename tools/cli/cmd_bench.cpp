@@ -268,13 +268,13 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--ubatch", o->ubatch,
                   "tokens per forward pass within the pp batch (default: all of it; across MPI ranks a sixteenth, at "
                   "least 32, so that the ranks work on different parts at once)")
-      ->check(CLI::Range(0, 65536));
+      ->check(NumberRange(0, 65536));
   cmd->add_option("-c,--ctx-size", o->ctx, "KV cache cells (default: the largest test with its depth)")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+      ->check(NumberRange(int64_t(0), int64_t(1) << 24));
   cmd->add_option("-d,--n-depth", o->depth, "tokens already in the context when each test starts (decoded untimed)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test (after one warm-up)")->check(CLI::Range(1, 1000));
+  cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test (after one warm-up)")->check(NumberRange(1, 1000));
   cmd->add_option("-o,--output", o->output, "output format: md, csv, json, jsonl or sql")->capture_default_str();
   cmd->add_flag("--memory", o->memory, "also report the peak resident memory");
   cmd->add_flag("--bandwidth", o->bandwidth,

@@ -314,19 +314,19 @@ Command add_chat(CLI::App& app) {
       cmd->add_option("-n,--n-predict", o->n_predict,
                       "most tokens per reply (-1: until the end of the turn; default -1, or "
                       "for a model that cannot end a turn a quarter of the context, at most 128)")
-          ->check(CLI::Range(-1, 1 << 24));
+          ->check(NumberRange(-1, 1 << 24));
   o->sampling.temperature = 0.8f;
   cmd->add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(NumberRange(0.0, 100.0));
   auto seed = std::make_shared<int64_t>(-1);
   add_seed_option(cmd, *seed);
   cmd->add_flag("-i,--interactive,--conversation", o->conversation,
                 "accepted (llama-cli's -i / -cnv): a chat is a conversation already");
-  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
+  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(NumberRange(1, 512));
   cmd->add_option("-c,--ctx-size", o->ctx, "context size in tokens (0: the model's, at most 4096)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+      ->check(NumberRange(int64_t(0), int64_t(1) << 24));
   std::string names;
   for (const std::string& n : ChatTemplate::names()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--chat-template", o->chat_template,

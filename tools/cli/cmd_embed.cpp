@@ -87,7 +87,7 @@ Command add_embed(CLI::App& app) {
                   "mean: average of the tokens; last: the last token; cls: the first token (BOS)")
       ->check(CLI::IsMember({"mean", "last", "cls"}));
   cmd->add_flag("--normalize", o->normalize, "scale the vector to unit Euclidean norm");
-  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
+  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(NumberRange(1, 512));
   return {cmd, [o] { return run_embed(*o); }};
 }
 

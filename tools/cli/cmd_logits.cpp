@@ -120,9 +120,9 @@ Command add_logits(CLI::App& app) {
   auto* ids = cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids (BOS included)");
   auto* text = cmd->add_option("-p,--prompt", o->prompt, "prompt text (tokenized with the model's tokenizer, BOS added)");
   ids->excludes(text);
-  cmd->add_option("-n,--n-predict", o->n_predict, "greedy tokens to generate")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
-  cmd->add_option("-b,--batch", o->batch, "prompt tokens per forward pass")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-n,--n-predict", o->n_predict, "greedy tokens to generate")->check(NumberRange(1, 1 << 20));
+  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(NumberRange(1, 512));
+  cmd->add_option("-b,--batch", o->batch, "prompt tokens per forward pass")->check(NumberRange(1, 1 << 20));
   cmd->add_flag("--kv-f32", o->kv_f32, "keep the KV cache in F32 (default F16, as the reference engine)");
   return {cmd, [o, ids, text] {
             if (ids->count() == 0 && text->count() == 0) {

@@ -60,7 +60,7 @@ Command add_lora_merge(CLI::App& app) {
   cmd->get_option("--lora")->required();
   cmd->add_option("-o,--output", o->out, "the merged model (GGUF)")->required();
   cmd->add_option("--type", o->type, "type of the merged weights: f32, f16 or bf16 (default: see above)");
-  cmd->add_option("-t,--threads", o->threads, "CPU threads (do not change the result)")->check(CLI::Range(1, 512));
+  cmd->add_option("-t,--threads", o->threads, "CPU threads (do not change the result)")->check(NumberRange(1, 512));
   return {cmd, [o] { return run_lora_merge(*o); }};
 }
 

@@ -294,23 +294,23 @@ Command add_parallel(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
   cmd->add_option("--clients", o->clients, "clients decoded together (sequences of one context)")
-      ->check(CLI::Range(1, 64));
+      ->check(NumberRange(1, 64));
   cmd->add_option("--requests", o->requests,
                   "requests to serve in all (default: one per client); a finished request's "
                   "slot takes the next one")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(NumberRange(1, 1 << 20));
   cmd->add_option("-f,--file", o->prompt_file,
                   "prompts, one per line, used in turn (default: a built-in list of 8)")
       ->check(CLI::ExistingFile);
   cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate per request (stops early at end of text)")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
+      ->check(NumberRange(1, 1 << 20));
+  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(NumberRange(1, 512));
   cmd->add_option("-c,--ctx-size", o->ctx,
                   "cache cells for all clients (default: clients x min(training context, "
                   "longest prompt + n-predict + 1)); a client reaching its share shifts its context")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+      ->check(NumberRange(int64_t(1), int64_t(1) << 24));
   cmd->add_option("--temp", o->temperature, "sampling temperature; 0 (default) = greedy")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(NumberRange(0.0, 100.0));
   cmd->add_option("--seed", o->seed, "random seed (request i samples with seed + i)");
   cmd->add_flag("--json", o->json, "print one JSON object instead of text");
   return {cmd, [o] { return run_parallel(*o); }};

@@ -89,15 +89,15 @@ Command add_perplexity(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("-c,--ctx-size", o->params.n_ctx, "tokens per chunk (the context size; 0: the model's training context)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
+      ->check(NumberRange(int64_t(0), int64_t(1) << 20));
   cmd->add_option("-b,--batch", o->params.n_batch,
                   "tokens per forward pass (does not change the result)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+      ->check(NumberRange(int64_t(1), int64_t(1) << 20));
   cmd->add_option("-t,--threads", o->params.n_threads, "CPU threads (does not change the result)")
-      ->check(CLI::Range(1, 512));
+      ->check(NumberRange(1, 512));
   cmd->add_option("--chunks", o->params.max_chunks, "score at most this many chunks (default: all)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+      ->check(NumberRange(int64_t(1), int64_t(1) << 40));
   return {cmd, [o] { return run_perplexity(*o); }};
 }
 

@@ -135,10 +135,10 @@ Command add_quantize(CLI::App& app) {
   cmd->add_option("output", o->out, "GGUF file to write")->required();
   cmd->add_option("type", o->type, "target type / recipe, e.g. Q4_K_M or Q8_0 (listed below)")
       ->required();
-  CLI::Option* threads = cmd->add_option("-t,--threads", o->threads, "threads")->check(CLI::Range(1, 1024));
+  CLI::Option* threads = cmd->add_option("-t,--threads", o->threads, "threads")->check(NumberRange(1, 1024));
   // llama-quantize's form: IN OUT TYPE [NTHREADS].
   cmd->add_option("nthreads", o->threads, "threads, as llama-quantize's fourth argument (the same as -t)")
-      ->check(CLI::Range(1, 1024))
+      ->check(NumberRange(1, 1024))
       ->excludes(threads);
   cmd->add_flag("--allow-requantize", o->allow_requantize,
                 "accept an input whose tensors are already quantized (loses accuracy)");

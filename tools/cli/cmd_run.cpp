@@ -271,12 +271,12 @@ int run_chat_instead(const RunOptions& o, bool n_predict_given) {
 
 void add_sampling_options(CLI::App* cmd, RunOptions& o) {
   SamplerParams& s = o.sampling;
-  const auto range = [](double lo, double hi) { return CLI::Range(lo, hi); };
+  const auto range = [](double lo, double hi) { return NumberRange(lo, hi); };
   cmd->add_option("--temp", s.temperature, "temperature; 0 = greedy")
       ->check(range(0, 100))
       ->capture_default_str();
   cmd->add_option("--top-k", s.top_k, "keep the k most likely tokens (0 = all)")
-      ->check(CLI::Range(0, 1 << 24))
+      ->check(NumberRange(0, 1 << 24))
       ->capture_default_str();
   cmd->add_option("--top-p", s.top_p,
                   "keep the smallest set of tokens with this probability mass (1 = off)")
@@ -299,7 +299,7 @@ void add_sampling_options(CLI::App* cmd, RunOptions& o) {
       ->capture_default_str();
   cmd->add_option("--repeat-last-n", s.repeat_last_n,
                   "recent tokens (prompt included) the penalties see (0 = none, -1 = all)")
-      ->check(CLI::Range(-1, 1 << 24))
+      ->check(NumberRange(-1, 1 << 24))
       ->capture_default_str();
   cmd->add_option("--frequency-penalty", s.frequency_penalty,
                   "subtract this times its count from a recent token's logit")
@@ -340,7 +340,7 @@ void add_llama_cli_options(CLI::App* cmd, RunOptions& o) {
   cmd->add_flag("-i,--interactive,--conversation", o.conversation,
                 "start a chat (also -cnv), with -p as its system message");
   cmd->add_option("--ubatch-size", o.ubatch, "-ub N: tokens per forward pass within a batch (0: the batch)")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
+      ->check(NumberRange(int64_t(0), int64_t(1) << 20));
   cmd->add_option("--flash-attn", o.flash_attn,
                   "-fa [on|off|auto]: accepted for llama.cpp's scripts; tessera's attention is always one fused "
                   "kernel")
@@ -373,14 +373,14 @@ Command add_run(CLI::App& app) {
                       "tokens to generate (stops early at end of text or when the grammar is "
                       "complete; -1: until end of text; -2: until the context is full; in a chat: most "
                       "tokens per reply)")
-          ->check(CLI::Range(-2, 1 << 24));
-  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(CLI::Range(1, 512));
+          ->check(NumberRange(-2, 1 << 24));
+  cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(NumberRange(1, 512));
   cmd->add_option(
          "-c,--ctx-size", o->ctx,
          "context size in tokens (0: the model's, at most 4096, grown to fit prompt + n-predict)")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+      ->check(NumberRange(int64_t(0), int64_t(1) << 24));
   cmd->add_option("-b,--batch", o->batch, "prompt tokens per forward pass")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(NumberRange(1, 1 << 20));
   add_sampling_options(cmd, *o);
   add_llama_cli_options(cmd, *o);
   CLI::Option* text = cmd->add_option("--grammar", o->grammar_text,
@@ -398,7 +398,7 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--keep", o->keep,
                   "when the context fills: positions kept at its start, the rest halved and "
                   "shifted back (-1: the whole prompt)")
-      ->check(CLI::Range(int64_t(-1), int64_t(1) << 24));
+      ->check(NumberRange(int64_t(-1), int64_t(1) << 24));
   cmd->add_flag("--context-shift,!--no-context-shift", o->context_shift,
                 "when the context fills, shift it (default) or stop generating");
   // The prompt: -p, -f, or stdin when it is not a terminal (empty: a usage error). On a

@@ -54,7 +54,7 @@ void add_network_flags(CLI::App* cmd, ServeFlags& f) {
       ->capture_default_str();
   cmd->add_option("--port", f.o.port, "TCP port; 0 picks a free one (the 'listening on' line says which)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
+      ->check(NumberRange(0, 65535));
   cmd->add_option("--api-key", f.o.api_keys,
                   "require this key ('Authorization: Bearer KEY' or 'X-Api-Key: KEY') on every endpoint but "
                   "/health and the web page; repeat for several keys")
@@ -65,25 +65,25 @@ void add_network_flags(CLI::App* cmd, ServeFlags& f) {
                   "allow browsers on ORIGIN (or *) to call the API: CORS headers and OPTIONS preflight answers");
   cmd->add_option("--max-body", f.o.max_body_bytes, "largest request body in bytes; larger ones get 413")
       ->capture_default_str()
-      ->check(CLI::Range(size_t(1024), size_t(1) << 30));
+      ->check(NumberRange(size_t(1024), size_t(1) << 30));
   cmd->add_option("--max-connections", f.o.max_connections,
                   "connections open at once; more are answered 503 and closed")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(NumberRange(1, 1 << 20));
   cmd->add_option("--max-connections-per-client", f.o.max_connections_per_client,
                   "connections open at once from one client address (0: no limit)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 20));
+      ->check(NumberRange(0, 1 << 20));
   cmd->add_option("--idle-timeout", f.o.idle_timeout_s, "seconds a connection may wait for its next request")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 86400.0));
+      ->check(NumberRange(0.01, 86400.0));
   cmd->add_option("--header-timeout", f.o.header_timeout_s,
                   "seconds from a request's first byte to the end of its headers (then 408)")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 86400.0));
+      ->check(NumberRange(0.01, 86400.0));
   cmd->add_option("--body-timeout", f.o.body_timeout_s, "seconds for a request's body to arrive (then 408)")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 86400.0));
+      ->check(NumberRange(0.01, 86400.0));
   cmd->add_flag("--no-webui", f.no_webui, "do not serve the web chat page (GET / answers 404)");
   cmd->add_flag("--metrics", f.o.metrics, "serve Prometheus metrics at GET /metrics (without: 501)");
 }
@@ -94,27 +94,27 @@ void add_sampling_flags(CLI::App* cmd, ServeFlags& f) {
   const std::string unset = " of requests that do not set ";
   cmd->add_option("--temp", s.temperature, "temperature" + unset + "'temperature' (0: greedy)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(NumberRange(0.0, 100.0));
   cmd->add_option("--top-k", s.top_k, "top-k" + unset + "'top_k' (0 or -1: all tokens)")
       ->capture_default_str()
-      ->check(CLI::Range(-1, std::numeric_limits<int32_t>::max()));
+      ->check(NumberRange(-1, std::numeric_limits<int32_t>::max()));
   cmd->add_option("--top-p", s.top_p, "top-p" + unset + "'top_p' (1: off)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(NumberRange(0.0, 1.0));
   cmd->add_option("--min-p", s.min_p, "min-p" + unset + "'min_p' (0: off)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(NumberRange(0.0, 1.0));
   cmd->add_option("--repeat-penalty", s.repeat_penalty, "repeat penalty" + unset + "'repeat_penalty' (1: off)")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 100.0));
+      ->check(NumberRange(0.01, 100.0));
   cmd->add_option("--seed", f.o.seed,
                   "seed" + unset + "'seed' (choice i draws with seed + i; -1: a random seed per request)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t(-1), std::numeric_limits<int64_t>::max()));
+      ->check(NumberRange(int64_t(-1), std::numeric_limits<int64_t>::max()));
   f.n_predict_flag = cmd->add_option("-n,--n-predict", f.n_predict,
                                      "tokens per choice" + unset + "'max_tokens' / 'n_predict' (-1: until the "
                                      "sequence is full; without -n: 16 for /v1/completions, -1 elsewhere)")
-                         ->check(CLI::Range(-1, std::numeric_limits<int32_t>::max()));
+                         ->check(NumberRange(-1, std::numeric_limits<int32_t>::max()));
 }
 
 void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
@@ -124,27 +124,27 @@ void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--parallel", f.o.n_parallel, "(also -np) sequences decoded together (slots); a request "
                                                "with n choices takes n")
       ->capture_default_str()
-      ->check(CLI::Range(1, 32));
+      ->check(NumberRange(1, 32));
   cmd->add_option("-c,--ctx-size", f.o.ctx,
                   "KV cache cells in all; alone it gives each slot c / np cells; with --ctx-per-seq it must be "
                   "at least np x ctx-per-seq (the rest holds cached prefixes)")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+      ->check(NumberRange(int64_t(0), int64_t(1) << 24));
   cmd->add_option("--ctx-per-seq", f.o.ctx_per_seq,
                   "cells one request may use, prompt and output (default: from -c, else the model's training "
                   "context, at most 4096)")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+      ->check(NumberRange(int64_t(0), int64_t(1) << 24));
   cmd->add_option("-b,--batch-budget", f.o.batch_budget, "tokens decoded per step (generating tokens + prompt chunks)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
-  cmd->add_option("-t,--threads", f.o.threads, "CPU threads")->check(CLI::Range(1, 512));
+      ->check(NumberRange(int64_t(1), int64_t(1) << 20));
+  cmd->add_option("-t,--threads", f.o.threads, "CPU threads")->check(NumberRange(1, 512));
   cmd->add_option("--max-queue", f.o.max_queue, "requests that may wait for a slot; more get 429")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 16));
+      ->check(NumberRange(0, 1 << 16));
   cmd->add_option("--timeout", f.o.timeout_s,
                   "seconds a request may take; then it is cancelled and answered with what it has, "
                   "finish_reason \"length\" (0: no limit)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e7));
+      ->check(NumberRange(0.0, 1e7));
   cmd->add_option("--alias", f.o.alias, "the model's name in responses and /v1/models (default: the file name)");
   cmd->add_flag("--strict-model", f.o.strict_model,
                 "answer 404 model_not_found to a request whose 'model' is not the alias, the file name or the "

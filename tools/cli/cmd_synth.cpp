@@ -139,7 +139,7 @@ Command add_synth(CLI::App& app) {
     cmd->add_option_function<int64_t>(std::string("--") + key,
                                       [overrides, key](int64_t v) { (*overrides)[key] = v; },
                                       std::string("override the preset's ") + key)
-        ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+        ->check(NumberRange(int64_t(1), int64_t(1) << 20));
   }
   return {cmd, [o, overrides] { return run_synth(*o, *overrides); }};
 }

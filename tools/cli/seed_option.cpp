@@ -12,7 +12,7 @@ void add_seed_option(CLI::App* cmd, int64_t& seed) {
   cmd->add_option("-s,--seed", seed,
                   "seed of the random draw (-1, the default: a random one, printed on stderr so that the run "
                   "can be repeated with -s)")
-      ->check(CLI::Range(int64_t(-1), std::numeric_limits<int64_t>::max()))
+      ->check(NumberRange(int64_t(-1), std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
 }
 
