@@ -99,6 +99,13 @@ SeqId PrefixCache::most_recently_used(SeqId origin) const {
   return best == nullptr ? -1 : best->holder;
 }
 
+std::vector<float> PrefixCache::scales_of(SeqId holder) const {
+  for (const Entry& e : entries_) {
+    if (e.holder == holder) return e.scales;
+  }
+  return {};
+}
+
 void PrefixCache::erase(SeqId holder) {
   std::erase_if(entries_, [&](const Entry& e) { return e.holder == holder; });
 }

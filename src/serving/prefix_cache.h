@@ -63,6 +63,8 @@ class PrefixCache {
   SeqId least_recently_used(SeqId origin = -1, SeqId except = -1) const;
   /// The most recently used entry's holder among those of slot `origin`, -1 when none.
   SeqId most_recently_used(SeqId origin) const;
+  /// The adapter scales `holder`'s entry was computed with (empty: none, or no entry).
+  std::vector<float> scales_of(SeqId holder) const;
   /// Forgets `holder`'s entry (its cells are the caller's to remove).
   void erase(SeqId holder);
 

@@ -105,6 +105,14 @@ SlotActionResult EngineImpl::save_slot(int slot, const std::string& path) {
   const auto t0 = Clock::now();
   // An idle slot's own sequence is empty: saving it writes a file of 0 tokens.
   const SeqId holder = cache_.most_recently_used(SeqId(slot));
+  // A slot file holds keys and values, not the adapter scales they were computed with:
+  // with adapters, files are made and read under the server's default scales, so that a
+  // restored cache serves exactly the requests whose cells it would have computed.
+  if (holder >= 0 && cache_.scales_of(holder) != adapter_scales()) {
+    return failure(Error::Invalid, "slot " + std::to_string(slot) +
+                                       "'s cache was computed with other LoRA adapter scales than the server's "
+                                       "current ones (/lora-adapters); a slot file does not record scales");
+  }
   Result<SeqStateInfo> info = ctx_->save_seq_state(holder >= 0 ? holder : SeqId(slot), path);
   if (!info) return failure(Error::Failed, info.status().message());
   SlotActionResult r;
@@ -145,7 +153,7 @@ SlotActionResult EngineImpl::restore_slot(int slot, const std::string& path) {
     TESSERA_CHECK(ctx_->seq_rm(seq, -1, -1).is_ok());
     return failure(Error::Invalid, path + ": the sequence does not hold positions 0 .. n-1 (not a prompt cache)");
   }
-  if (n > 0) store_prefix(seq);
+  if (n > 0) store_prefix(seq, adapter_scales());  // the scales it was saved under (save_slot)
   publish_stats();
   SlotActionResult r;
   r.n_tokens = n;

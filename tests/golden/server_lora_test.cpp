@@ -3,6 +3,9 @@
 // stories260K.gguf with a random adapter of every projection. References come from
 // servers started with the adapter at a fixed scale (--lora FILE:S) and without it.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include <chrono>
 #include <cstdlib>
@@ -314,6 +317,42 @@ TEST_F(ServerHttpLora, ScalesReachEveryMpiRank) {
   EXPECT_EQ(complete(split->port(), prompt), base);
   split->stop(std::chrono::seconds(20));  // mpirun passes the SIGTERM to every rank
   EXPECT_FALSE(split->running());
+}
+
+// Slot files with adapters: saved and restored under the server's default scales, a
+// restored cache serves the requests of those scales; a slot whose cache was computed
+// under other scales is not saved (a slot file does not record them).
+TEST(ServerHttpLoraSlots, ASlotCacheIsSavedAndRestoredUnderTheDefaultScales) {
+  if (test::shared_file(kModel).empty()) GTEST_SKIP() << "shared file absent: " << kModel;
+  const std::string adapter = write_adapter();
+  ASSERT_FALSE(adapter.empty());
+  const std::string dir = ::testing::TempDir() + "tessera_lora_slots_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  auto server = test::start_server({"-np", "1", "--api-key", kKey, "--lora", adapter, "--slot-save-path", dir});
+  ASSERT_TRUE(server);
+  Api a(server->port());
+  const json request = {{"prompt", "Once upon a time there was"}, {"n_predict", 8}, {"temperature", 0}};
+  const Reply first = a.post("/completion", request);
+  ASSERT_EQ(first.status, 200) << first.text;
+  ASSERT_EQ(a.post("/slots/0?action=save", json{{"filename", "one.bin"}}).status, 200);
+  ASSERT_EQ(a.post("/slots/0?action=erase", std::string()).status, 200);
+  const Reply restored = a.post("/slots/0?action=restore", json{{"filename", "one.bin"}});
+  ASSERT_EQ(restored.status, 200) << restored.text;
+  const Reply reused = a.post("/completion", request);
+  ASSERT_EQ(reused.status, 200) << reused.text;
+  EXPECT_GT(reused.body["tokens_cached"].get<int64_t>(), 0) << reused.text;
+  EXPECT_EQ(reused.body["content"], first.body["content"]);
+  // A cache computed under scale 0.5 while the default is 1: refused, naming the scales.
+  ASSERT_EQ(a.post("/slots/0?action=erase", std::string()).status, 200);
+  json half = request;
+  half["lora"] = lora(0.5f);
+  ASSERT_EQ(a.post("/completion", half).status, 200);
+  const Reply refused = a.post("/slots/0?action=save", json{{"filename", "two.bin"}});
+  EXPECT_EQ(refused.status, 400) << refused.text;
+  EXPECT_NE(refused.text.find("adapter scales"), std::string::npos) << refused.text;
+  EXPECT_EQ(server->stop(), 0) << server->log();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace
