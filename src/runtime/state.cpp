@@ -105,15 +105,46 @@ class Reader {
   bool ok_ = true;
 };
 
-void write_header(Writer& w, const Header& h) {
-  w.bytes(kMagic, sizeof kMagic);
-  w.pod(kVersion);
+/// What both state formats (a whole context, one sequence) start with: their magic and
+/// version, then the model's architecture and shape and the cache's type and row size.
+void write_model_part(Writer& w, const char (&magic)[8], uint32_t version, const Header& h) {
+  w.bytes(magic, sizeof magic);
+  w.pod(version);
   w.pod(uint32_t(h.arch.size()));
   w.bytes(h.arch.data(), h.arch.size());
   for (int64_t v : h.shape) w.pod(v);
   w.pod(h.n_params);
   w.pod(h.kv_type);
   w.pod(h.row_bytes);
+}
+
+/// Reads what write_model_part wrote; `what` names the format in messages.
+Status read_model_part(Reader& r, const std::string& where, const char (&magic)[8], uint32_t version,
+                       const std::string& what, Header& h) {
+  char found[8];
+  if (!r.bytes(found, sizeof found)) return Status::error(where + "is truncated (no header)");
+  if (std::memcmp(found, magic, sizeof found) != 0) {
+    return Status::error(where + "is not a tessera " + what + " file (bad magic)");
+  }
+  uint32_t file_version = 0;
+  uint32_t arch_len = 0;
+  if (!r.pod(file_version)) return Status::error(where + "is truncated (no version)");
+  if (file_version != version) {
+    return Status::error(where + "has " + what + " format version " + std::to_string(file_version) +
+                         "; this build reads version " + std::to_string(version));
+  }
+  if (!r.pod(arch_len) || arch_len > 256) return Status::error(where + "has a bad header");
+  h.arch.resize(arch_len);
+  r.bytes(h.arch.data(), arch_len);
+  for (int64_t& v : h.shape) r.pod(v);
+  r.pod(h.n_params);
+  r.pod(h.kv_type);
+  r.pod(h.row_bytes);
+  return Status::ok();
+}
+
+void write_header(Writer& w, const Header& h) {
+  write_model_part(w, kMagic, kVersion, h);
   w.pod(h.n_cells_saved);
   w.pod(h.n_seq);
   w.pod(h.embeddings);
@@ -163,25 +194,7 @@ struct Loaded {
 };
 
 Status read_header(Reader& r, const std::string& where, Header& h) {
-  char magic[8];
-  if (!r.bytes(magic, sizeof magic)) return Status::error(where + "is truncated (no header)");
-  if (std::memcmp(magic, kMagic, sizeof magic) != 0) {
-    return Status::error(where + "is not a tessera state file (bad magic)");
-  }
-  uint32_t version = 0;
-  uint32_t arch_len = 0;
-  if (!r.pod(version)) return Status::error(where + "is truncated (no version)");
-  if (version != kVersion) {
-    return Status::error(where + "has state format version " + std::to_string(version) +
-                         "; this build reads version " + std::to_string(kVersion));
-  }
-  if (!r.pod(arch_len) || arch_len > 256) return Status::error(where + "has a bad header");
-  h.arch.resize(arch_len);
-  r.bytes(h.arch.data(), arch_len);
-  for (int64_t& v : h.shape) r.pod(v);
-  r.pod(h.n_params);
-  r.pod(h.kv_type);
-  r.pod(h.row_bytes);
+  TESSERA_RETURN_IF_ERROR(read_model_part(r, where, kMagic, kVersion, "state", h));
   r.pod(h.n_cells_saved);
   r.pod(h.n_seq);
   r.pod(h.embeddings);
@@ -380,37 +393,12 @@ constexpr char kSeqMagic[8] = {'T', 'E', 'S', 'S', 'S', 'E', 'Q', '.'};
 constexpr uint32_t kSeqVersion = 1;
 
 void write_seq_header(Writer& w, const Header& h, int64_t n_tokens) {
-  w.bytes(kSeqMagic, sizeof kSeqMagic);
-  w.pod(kSeqVersion);
-  w.pod(uint32_t(h.arch.size()));
-  w.bytes(h.arch.data(), h.arch.size());
-  for (int64_t v : h.shape) w.pod(v);
-  w.pod(h.n_params);
-  w.pod(h.kv_type);
-  w.pod(h.row_bytes);
+  write_model_part(w, kSeqMagic, kSeqVersion, h);
   w.pod(n_tokens);
 }
 
 Status read_seq_header(Reader& r, const std::string& where, Header& h, int64_t& n_tokens) {
-  char magic[8];
-  if (!r.bytes(magic, sizeof magic)) return Status::error(where + "is truncated (no header)");
-  if (std::memcmp(magic, kSeqMagic, sizeof magic) != 0) {
-    return Status::error(where + "is not a tessera sequence state file (bad magic)");
-  }
-  uint32_t version = 0;
-  uint32_t arch_len = 0;
-  if (!r.pod(version)) return Status::error(where + "is truncated (no version)");
-  if (version != kSeqVersion) {
-    return Status::error(where + "has sequence state version " + std::to_string(version) +
-                         "; this build reads version " + std::to_string(kSeqVersion));
-  }
-  if (!r.pod(arch_len) || arch_len > 256) return Status::error(where + "has a bad header");
-  h.arch.resize(arch_len);
-  r.bytes(h.arch.data(), arch_len);
-  for (int64_t& v : h.shape) r.pod(v);
-  r.pod(h.n_params);
-  r.pod(h.kv_type);
-  r.pod(h.row_bytes);
+  TESSERA_RETURN_IF_ERROR(read_model_part(r, where, kSeqMagic, kSeqVersion, "sequence state", h));
   r.pod(n_tokens);
   return r.ok() ? Status::ok() : Status::error(where + "is truncated (inside the header)");
 }
