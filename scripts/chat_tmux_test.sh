@@ -80,9 +80,13 @@ start() {
   t set-option -t chat remain-on-exit on
   t respawn-pane -k -t chat "bash -c \"trap '' INT; $1; echo [exit \\\$?]\""
 }
+# The status line itself, "[exit N]" alone on a line: the typed command `echo "[exit $?]"`
+# contains "[exit " too, and matching it raced the shell running it.
+exit_line() { screen | grep -xE '\[exit [0-9]+\]' | tail -n 1; }
+exited() { [ -n "$(exit_line)" ]; }
 finish() {
-  wait_until 60 "the program to exit" shows "[exit "
-  shows "[exit 0]" || fail "a non-zero exit status after $1"
+  wait_until 60 "the program to exit" exited
+  [ "$(exit_line)" = "[exit 0]" ] || fail "a non-zero exit status after $1"
   [ -z "${SHOW_SCREEN:-}" ] || screen
 }
 
