@@ -2,7 +2,8 @@
 // (a file, a request, a flag, memory). Broken invariants use TESSERA_CHECK.
 #pragma once
 
-#include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,25 +34,42 @@ class [[nodiscard]] Status {
   bool failed_ = false;
 };
 
-/// A value or an error Status.
+namespace detail {
+/// A Result was misused: value() of an error, or an error made from an ok Status. A bug
+/// in the caller, in any build (an unchecked error must not run on as undefined behaviour):
+/// says what and aborts.
+[[noreturn, gnu::cold, gnu::noinline]] inline void result_misuse(const char* what, const Status& s) {
+  std::fprintf(stderr, "tessera: internal error: %s%s%s\n", what, s.is_ok() ? "" : ": ",
+               s.message().c_str());
+  std::abort();
+}
+}  // namespace detail
+
+/// A value or an error Status. value(), * and -> check that there is a value, in every build.
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) { assert(!status_.is_ok()); }  // NOLINT
+  Result(Status status) : status_(std::move(status)) {  // NOLINT
+    if (status_.is_ok()) detail::result_misuse("a Result made from an ok Status", status_);
+  }
 
   bool is_ok() const { return value_.has_value(); }
   explicit operator bool() const { return is_ok(); }
   const Status& status() const { return status_; }
 
-  T& value() & { assert(value_); return *value_; }
-  const T& value() const& { assert(value_); return *value_; }
-  T&& value() && { assert(value_); return std::move(*value_); }
+  T& value() & { check(); return *value_; }
+  const T& value() const& { check(); return *value_; }
+  T&& value() && { check(); return std::move(*value_); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
 
  private:
+  void check() const {
+    if (!value_) [[unlikely]] detail::result_misuse("value() of a Result that holds an error", status_);
+  }
   std::optional<T> value_;
   Status status_;
 };
