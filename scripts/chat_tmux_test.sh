@@ -12,7 +12,8 @@
 # Usage: scripts/chat_tmux_test.sh [TESSERA_BINARY] [MODEL]
 #   defaults: build/tessera and $TESSERA_SHARED (or ../shared)/models/stories260K.gguf
 # Exit status: 0 passed, 1 failed, 77 skipped (no tmux). Without the built-in model (a
-# build with TESSERA_DEFAULT_MODEL empty) parts 1-2 are skipped, without MODEL part 3.
+# build with TESSERA_DEFAULT_MODEL empty) parts 1-2 are skipped, without MODEL part 3
+# (with TESSERA_STRICT_DATA=1, an absent MODEL fails the test: CI has the data).
 # SHOW_SCREEN=1 prints each part's final screen.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -191,8 +192,11 @@ if [ -f "$model" ]; then
   t send-keys -t chat "/exit" Enter
   finish "/exit"
   passed+=("stories260K: two turns, Ctrl-C stopped a reply, the prompt hinted at quitting, /exit quit (status 0)")
+elif [ "${TESSERA_STRICT_DATA:-}" = 1 ]; then
+  echo "FAIL: reference data absent: $model (TESSERA_STRICT_DATA=1)"
+  exit 1
 else
-  echo "SKIP: $model is absent (Ctrl-C during a reply)"
+  echo "SKIP: reference data absent: $model (Ctrl-C during a reply)"
 fi
 
 if [ ${#passed[@]} -eq 0 ]; then

@@ -2,14 +2,18 @@
 # End-to-end check of `tessera serve` with curl: a chat completion and an SSE stream on
 # ../shared/models/stories260K.gguf, then SIGTERM and exit status 0.
 # Usage: scripts/server_curl_test.sh TESSERA_BINARY. Exit 77 (skipped) without curl,
-# python3 or the model.
+# python3 or the model (the model absent with TESSERA_STRICT_DATA=1: exit 1).
 set -u
 bin=${1:?usage: server_curl_test.sh TESSERA_BINARY}
 shared=${TESSERA_SHARED:-$(cd "$(dirname "$0")/.." && pwd)/../shared}
 model="$shared/models/stories260K.gguf"
 command -v curl >/dev/null || { echo "skip: curl is not installed"; exit 77; }
 command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
-[ -f "$model" ] || { echo "skip: $model is absent"; exit 77; }
+if [ ! -f "$model" ]; then
+  # Absent reference data fails with TESSERA_STRICT_DATA=1 (CI has the data), else skips.
+  [ "${TESSERA_STRICT_DATA:-}" != 1 ] || { echo "FAIL: reference data absent: $model (TESSERA_STRICT_DATA=1)"; exit 1; }
+  echo "skip: reference data absent: $model"; exit 77
+fi
 
 work=$(mktemp -d)
 pid=""

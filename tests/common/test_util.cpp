@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <gtest/gtest.h>
+
 namespace tessera::test {
 
 std::string shared_dir() {
@@ -10,10 +12,30 @@ std::string shared_dir() {
   return TESSERA_SHARED_DEFAULT;
 }
 
+bool strict_data() {
+  const char* env = std::getenv("TESSERA_STRICT_DATA");
+  return env != nullptr && std::string(env) == "1";
+}
+
+namespace {
+// Records a failure for absent reference data in strict mode (outside a test too, e.g. in
+// SetUpTestSuite: gtest then fails the suite).
+std::string absent(const std::filesystem::path& p) {
+  if (strict_data()) ADD_FAILURE() << "reference data absent: " << p.string() << " (TESSERA_STRICT_DATA=1)";
+  return std::string();
+}
+}  // namespace
+
 std::string shared_file(const std::string& relative) {
   const std::filesystem::path p = std::filesystem::path(shared_dir()) / relative;
   std::error_code ec;
-  return std::filesystem::is_regular_file(p, ec) ? p.string() : std::string();
+  return std::filesystem::is_regular_file(p, ec) ? p.string() : absent(p);
+}
+
+std::string shared_folder(const std::string& relative) {
+  const std::filesystem::path p = std::filesystem::path(shared_dir()) / relative;
+  std::error_code ec;
+  return std::filesystem::is_directory(p, ec) ? p.string() : absent(p);
 }
 
 std::string cli_path() {

@@ -66,6 +66,11 @@ const std::vector<std::unique_ptr<Tokenizer>>& tokenizers() {
       if (e.path().extension() == ".gguf") files.push_back(e.path());
     }
     std::sort(files.begin(), files.end());
+    // TESSERA_STRICT_DATA=1 (CI, which has the data): the shared vocabularies must be there.
+    if (const char* strict = std::getenv("TESSERA_STRICT_DATA"); files.empty() && strict && std::string(strict) == "1") {
+      std::fprintf(stderr, "fuzz: reference data absent: %s/vocab/*.gguf (TESSERA_STRICT_DATA=1)\n", shared_dir().c_str());
+      std::abort();
+    }
     for (const auto& f : files) {
       Result<std::unique_ptr<gguf::File>> file = gguf::File::open(f.string());
       if (!file) continue;

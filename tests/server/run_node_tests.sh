@@ -7,12 +7,17 @@
 # Environment: TESSERA_SHARED (default: ../shared next to the repository; the model is
 # $TESSERA_SHARED/models/stories260K.gguf), TESSERA_TEST_OUT (logs and the screenshot).
 # Exit 77 (skipped) when node/npm are missing, `npm ci` fails (no registry) or the model
-# is missing; non-zero when a test fails.
+# is missing (1 with TESSERA_STRICT_DATA=1); non-zero when a test fails.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 skip() { echo "SKIP: $*"; exit 77; }
+# Absent reference data: a skip, or a failure with TESSERA_STRICT_DATA=1 (CI has the data).
+data_absent() {
+  [ "${TESSERA_STRICT_DATA:-}" != 1 ] || { echo "FAIL: reference data absent: $1 (TESSERA_STRICT_DATA=1)"; exit 1; }
+  skip "reference data absent: $1"
+}
 
 [ $# -ge 1 ] || { echo "usage: $0 TESSERA_BINARY" >&2; exit 2; }
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -23,7 +28,7 @@ export TESSERA_SHARED="${TESSERA_SHARED:-$root/../shared}"
 export TESSERA_TEST_OUT="${TESSERA_TEST_OUT:-$root/build/test-out}"
 mkdir -p "$TESSERA_TEST_OUT"
 model="$TESSERA_SHARED/models/stories260K.gguf"
-[ -f "$model" ] || skip "model missing: $model"
+[ -f "$model" ] || data_absent "$model"
 
 command -v node >/dev/null 2>&1 || skip "node is not installed"
 command -v npm >/dev/null 2>&1 || skip "npm is not installed"

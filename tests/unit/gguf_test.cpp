@@ -326,9 +326,8 @@ TEST(GgufShared, Stories260K) {
 TEST(GgufShared, EveryModelAndVocabOpens) {
   size_t opened = 0;
   for (const char* dir : {"models", "vocab"}) {
-    const fs::path folder = fs::path(test::shared_dir()) / dir;
-    std::error_code ec;
-    if (!fs::is_directory(folder, ec)) continue;
+    const std::string folder = test::shared_folder(dir);
+    if (folder.empty()) continue;
     for (const auto& entry : fs::directory_iterator(folder)) {
       if (entry.path().extension() != ".gguf") continue;
       auto r = File::open(entry.path().string());
