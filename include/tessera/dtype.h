@@ -62,8 +62,6 @@ struct DTypeTraits {
   int64_t block_size;     // elements per block (1 for plain types)
   size_t type_size;       // bytes per block
   bool is_quantized;
-  ToFloatFn to_float;      // null where tessera cannot yet convert this type
-  FromFloatFn from_float;  // null where tessera cannot yet produce this type
   int64_t row_group = 1;   // rows stored interleaved together (16 for the _X16 layouts)
 };
 

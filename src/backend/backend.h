@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/graph.h"
+#include "core/graph_alloc.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -63,6 +64,24 @@ class Backend {
   /// with no buffer: a weight read in place) and stages a device's through the host.
   virtual void copy_tensor_from(const Tensor* src, Tensor* dst);
 
+  /// Transfers with a backend that computes in another process (can_hold_tensors() is
+  /// false: another MPI rank). The scheduler moves data across its split points with these
+  /// alone, so it needs to know nothing of how the other process is reached. Local
+  /// backends never get these calls; the defaults refuse them.
+  /// Sends a local tensor into the split this backend computes (the other process receives
+  /// it into the same tensor of its graph).
+  virtual Status send_tensor(const Tensor* src);
+  /// Receives into a local tensor what this backend's split computed.
+  virtual Status receive_tensor(Tensor* dst);
+  /// Sends `size` bytes of results to the process this backend stands for; `data` must
+  /// stay valid until finish_transfers().
+  virtual Status send_result(const void* data, size_t size);
+  /// Starts receiving `size` bytes of results computed by this backend's process into
+  /// `data`; they are there after finish_transfers().
+  virtual Status receive_result_async(void* data, size_t size);
+  /// Waits for every transfer started above.
+  virtual Status finish_transfers() { return Status::ok(); }
+
   void set_tensor(Tensor* t, const void* data, size_t offset, size_t size) {
     set_tensor_async(t, data, offset, size);
     synchronize();
@@ -72,5 +91,10 @@ class Backend {
     synchronize();
   }
 };
+
+/// Places a graph's planned tensors (core/graph_alloc.h: the plan is offsets, made
+/// without a buffer) in `buffer`, which must be at least plan.size bytes, then points
+/// every view of the graph into its source.
+void apply_graph_memory(const AllocPlan& plan, const Graph& graph, Buffer& buffer);
 
 }  // namespace tessera

@@ -5,8 +5,6 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "backend/mpi/comm.h"
-#include "backend/mpi/remote_backend.h"
 #include "core/check.h"
 #include "tessera/log.h"
 
@@ -98,9 +96,7 @@ Scheduler::Scheduler(std::vector<Backend*> backends, LeafPlacement placement)
   TESSERA_CHECK(!backends_.empty());
   home_ = -1;
   for (size_t i = 0; i < backends_.size(); ++i) {
-    const auto* remote = dynamic_cast<const RemoteBackend*>(backends_[i]);
-    remote_rank_.push_back(remote ? remote->rank() : -1);
-    if (!remote && home_ < 0) home_ = int(i);
+    if (backends_[i]->can_hold_tensors() && home_ < 0) home_ = int(i);
   }
   TESSERA_CHECK_MSG(home_ >= 0, "the scheduler needs at least one local backend");
   buffers_.resize(backends_.size());
@@ -350,13 +346,12 @@ Status Scheduler::compute(SchedGraph& sg) {
   for (const SchedSplit& split : sg.splits_) {
     const int b = split.backend;
     for (const SchedCopy& c : split.copies) {
-      const size_t bytes = c.dst->nbytes();
       if (!is_remote(c.from) && !is_remote(b)) {
         backends_[size_t(b)]->copy_tensor_from(c.src, c.dst);
       } else if (!is_remote(c.from)) {
-        TESSERA_RETURN_IF_ERROR(mpi::isend_copy(remote_rank_[size_t(b)], mpi::Tag::Activation, c.src->data, bytes));
+        TESSERA_RETURN_IF_ERROR(backends_[size_t(b)]->send_tensor(c.src));
       } else if (!is_remote(b)) {
-        TESSERA_RETURN_IF_ERROR(mpi::recv(remote_rank_[size_t(c.from)], mpi::Tag::Activation, c.dst->data, bytes));
+        TESSERA_RETURN_IF_ERROR(backends_[size_t(c.from)]->receive_tensor(c.dst));
       }
     }
     if (!is_remote(b)) TESSERA_RETURN_IF_ERROR(backends_[size_t(b)]->compute(*split.graph));
@@ -364,26 +359,30 @@ Status Scheduler::compute(SchedGraph& sg) {
   return Status::ok();
 }
 
+// The process that samples is backend 0's (an MPI job's rank 0): an output computed
+// elsewhere goes to it, and only it receives outputs.
 Status Scheduler::get_output_async(const SchedGraph& sg, const Tensor* t, void* dst, size_t size) {
   const int b = sg.backend_of(t);
   if (!is_remote(b)) {
     backends_[size_t(b)]->get_tensor_async(t, dst, 0, size);
-    // A rank other than 0 that computes an output sends it to rank 0, which samples.
-    if (mpi::active() && mpi::rank() != 0) {
+    if (is_remote(0)) {
       backends_[size_t(b)]->synchronize();
-      return mpi::isend_copy(0, mpi::Tag::Output, dst, size);
+      return backends_[0]->send_result(dst, size);
     }
     return Status::ok();
   }
-  if (mpi::rank() == 0) return mpi::irecv(remote_rank_[size_t(b)], mpi::Tag::Output, dst, size);
+  if (!is_remote(0)) return backends_[size_t(b)]->receive_result_async(dst, size);
   return Status::ok();
 }
 
 Status Scheduler::synchronize() {
-  for (size_t b = 0; b < backends_.size(); ++b) {
-    if (!is_remote(int(b))) backends_[b]->synchronize();
+  for (Backend* b : backends_) {
+    if (b->can_hold_tensors()) b->synchronize();
   }
-  return mpi::wait_all();
+  for (Backend* b : backends_) {
+    if (!b->can_hold_tensors()) TESSERA_RETURN_IF_ERROR(b->finish_transfers());
+  }
+  return Status::ok();
 }
 
 }  // namespace tessera

@@ -19,10 +19,11 @@
 // leafs placed on no backend (kAnyBackend: inputs, small weights in host memory) are
 // read in place by every (host) backend.
 //
-// A RemoteBackend (backend/mpi/remote_backend.h) stands for a split that another MPI rank
-// computes: its tensors have no memory here, a copy into it is a send, a copy out of it
-// a receive. Every rank plans the same graph the same way, so both ends of each message
-// agree.
+// A backend that cannot hold tensors here (another MPI rank: backend/mpi/remote_backend.h)
+// stands for a split that another process computes: a copy into it is its send_tensor, a
+// copy out of it its receive_tensor, an output the sampling process (backend 0's) needs
+// its send_result / receive_result_async. Every rank plans the same graph the same way,
+// so both ends of each message agree. The scheduler knows nothing of MPI itself.
 //
 // TESSERA_SCHED_DEBUG=1 prints each plan: the splits, their nodes, and the tensors copied.
 #pragma once
@@ -105,12 +106,12 @@ class Scheduler {
   Status synchronize();
 
  private:
-  bool is_remote(int b) const { return remote_rank_[size_t(b)] >= 0; }
+  /// Whether backend b computes in another process (another MPI rank).
+  bool is_remote(int b) const { return !backends_[size_t(b)]->can_hold_tensors(); }
   void assign(Graph& graph, SchedGraph& sg) const;
   void cut(Graph& graph, SchedGraph& sg) const;
 
   std::vector<Backend*> backends_;
-  std::vector<int> remote_rank_;  // the MPI rank behind each backend, -1 for a local one
   LeafPlacement placement_;
   int home_ = 0;                  // the first local backend: graph inputs live there
   std::vector<std::unique_ptr<Buffer>> buffers_;  // compute buffer per backend

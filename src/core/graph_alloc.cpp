@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "backend/backend.h"
 #include "core/check.h"
 
 namespace tessera {
@@ -163,18 +162,6 @@ AllocPlan plan_graph_memory(const Graph& graph, size_t alignment) {
   Planner p{graph, FreeList(alignment), {}, {}, {}, {}};
   p.run();
   return std::move(p.plan);
-}
-
-void apply_graph_memory(const AllocPlan& plan, const Graph& graph, Buffer& buffer) {
-  TESSERA_CHECK(buffer.size() >= plan.size);
-  for (const auto& [t, offset] : plan.offsets) buffer.place(t, offset);
-  // Views in node order: a view's source (or the source's source) is placed before it.
-  for (Tensor* node : graph.nodes()) {
-    if (node->view_src == nullptr) continue;
-    TESSERA_CHECK_MSG(node->view_src->data != nullptr, "view of a tensor without memory");
-    node->data = static_cast<char*>(node->view_src->data) + node->view_offset;
-    node->buffer = node->view_src->buffer;
-  }
 }
 
 }  // namespace tessera

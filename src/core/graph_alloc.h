@@ -16,8 +16,6 @@
 
 namespace tessera {
 
-class Buffer;
-
 struct AllocPlan {
   size_t size = 0;                                   // bytes the buffer needs
   std::vector<std::pair<Tensor*, size_t>> offsets;   // tensors that own memory
@@ -26,10 +24,6 @@ struct AllocPlan {
 
 /// Plans memory for every tensor of `graph` that has none yet (data == nullptr).
 AllocPlan plan_graph_memory(const Graph& graph, size_t alignment);
-
-/// Places the planned tensors in `buffer` (which must be at least plan.size bytes),
-/// then points every view of the graph into its source.
-void apply_graph_memory(const AllocPlan& plan, const Graph& graph, Buffer& buffer);
 
 /// Whether `node` may write its result over its first source (same size, elementwise).
 bool op_can_run_in_place(const Tensor* node);

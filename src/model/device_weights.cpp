@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "backend/cuda/cuda.h"
+#include "backend/registry.h"
 #include "core/check.h"
 #include "tessera/log.h"
 
@@ -20,7 +20,9 @@ Result<std::unique_ptr<DeviceWeights>> upload_weights(const Placement& p,
       if (at == int(b)) mine.push_back(const_cast<Tensor*>(t));
     }
     std::sort(mine.begin(), mine.end(), [](const Tensor* a, const Tensor* c) { return a->data < c->data; });
-    Result<std::unique_ptr<Backend>> backend = cuda::make_backend(device);
+    backends::Options gpu;
+    gpu.device = device;
+    Result<std::unique_ptr<Backend>> backend = backends::create("CUDA", gpu);
     if (!backend) return backend.status().with_context("-ngl");
     const size_t align = (*backend)->alignment();
     size_t total = 0;

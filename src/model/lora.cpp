@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/check.h"
+#include "quant/convert.h"
 
 namespace tessera {
 namespace {
@@ -52,7 +53,7 @@ Result<LoraDelta> delta_of(const gguf::TensorInfo& a, const gguf::TensorInfo& b,
                          std::to_string(w->ne[1]) + "])");
   }
   for (const gguf::TensorInfo* t : {&a, &b}) {
-    if (dtype_traits(t->type).to_float == nullptr) {
+    if (quant::to_float_fn(t->type) == nullptr) {
       return Status::error("tensor '" + t->name + "' has type " + std::string(dtype_name(t->type)) + ", which tessera cannot compute with");
     }
   }

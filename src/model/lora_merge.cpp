@@ -13,6 +13,7 @@
 
 #include "model/model_impl.h"
 #include "tessera/gguf.h"
+#include "quant/convert.h"
 
 namespace tessera {
 namespace {
@@ -32,7 +33,7 @@ struct Update {
 
 std::vector<float> floats_of(const Tensor& t) {
   std::vector<float> out(size_t(t.nelements()));
-  dtype_traits(t.type).to_float(t.data, out.data(), t.nelements());  // dense: one call
+  quant::to_float_fn(t.type)(t.data, out.data(), t.nelements());  // dense: one call
   return out;
 }
 
@@ -81,7 +82,7 @@ void merge_rows(const Tensor& w, const std::vector<Factor>& factors, DType to, i
   std::vector<float> row(static_cast<size_t>(n_in));
   std::vector<double> acc(static_cast<size_t>(n_in));
   for (int64_t m = r0; m < r1; ++m) {
-    dtype_traits(w.type).to_float(static_cast<const uint8_t*>(w.data) + size_t(m) * in_row, row.data(), n_in);
+    quant::to_float_fn(w.type)(static_cast<const uint8_t*>(w.data) + size_t(m) * in_row, row.data(), n_in);
     std::copy(row.begin(), row.end(), acc.begin());
     for (const Factor& f : factors) {
       for (int64_t j = 0; j < f.r; ++j) {
@@ -92,7 +93,7 @@ void merge_rows(const Tensor& w, const std::vector<Factor>& factors, DType to, i
       }
     }
     for (int64_t k = 0; k < n_in; ++k) row[size_t(k)] = float(acc[size_t(k)]);
-    dtype_traits(to).from_float(row.data(), dst + size_t(m) * out_row, n_in);
+    quant::from_float_fn(to)(row.data(), dst + size_t(m) * out_row, n_in);
   }
 }
 

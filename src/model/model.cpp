@@ -1,6 +1,6 @@
 #include <utility>
 
-#include "backend/cuda/cuda.h"
+#include "backend/registry.h"
 #include "backend/mpi/comm.h"
 #include "model/default_model.h"
 #include "model/fuse_weights.h"
@@ -38,11 +38,12 @@ Result<Placement> make_placement(const ModelParams& params, int64_t n_layer) {
     }
     // As llama.cpp: a build without the GPU backend, or a machine without a GPU, warns and
     // runs on the CPU (scripts carry -ngl 99 from machine to machine).
-    if (params.n_gpu_layers > 0 && (!cuda::built() || !cuda::devices())) {
-      log(LogLevel::Warn, "-ngl %lld ignored: %s; running on the CPU", static_cast<long long>(params.n_gpu_layers),
-          cuda::built() ? cuda::devices().status().message().c_str()
-                        : "this build of tessera has no CUDA backend (configure with -DTESSERA_CUDA=ON)");
-      return single_placement(n_layer);
+    if (params.n_gpu_layers > 0) {
+      if (Result<std::vector<backends::Device>> gpus = backends::devices("CUDA"); !gpus) {
+        log(LogLevel::Warn, "-ngl %lld ignored: %s; running on the CPU", static_cast<long long>(params.n_gpu_layers),
+            gpus.status().message().c_str());
+        return single_placement(n_layer);
+      }
     }
     return gpu_placement(n_layer, params.n_gpu_layers, params.device);
   }

@@ -14,6 +14,7 @@
 #include "quant/quant.h"
 #include "tessera/gguf.h"
 #include "tessera/log.h"
+#include "quant/convert.h"
 
 namespace tessera {
 namespace {
@@ -21,20 +22,10 @@ namespace {
 constexpr uint32_t kQuantizationVersion = 2;          // the block layouts of the k-quants era
 constexpr int64_t kChunkElements = int64_t(1) << 16;  // floats converted at a time per thread
 
-ToFloatFn to_float_of(DType t) {
-  if (const quant::Format* f = quant::format(t)) return f->dequantize;
-  return dtype_traits(t).to_float;
-}
-
-FromFloatFn from_float_of(DType t) {
-  if (const quant::Format* f = quant::format(t)) return f->quantize;
-  return dtype_traits(t).from_float;
-}
-
 /// Converts rows [r0, r1) of `t` into `dst` (the output's first row), a chunk at a time.
 void convert_range(const gguf::TensorInfo& t, DType to, int64_t r0, int64_t r1, uint8_t* dst) {
-  const ToFloatFn to_float = to_float_of(t.type);
-  const FromFloatFn from_float = from_float_of(to);
+  const ToFloatFn to_float = quant::to_float_fn(t.type);
+  const FromFloatFn from_float = quant::from_float_fn(to);
   const int64_t n = t.ne[0];
   const size_t in_row = dtype_row_size(t.type, n), out_row = dtype_row_size(to, n);
   const int64_t chunk = std::max<int64_t>(1, kChunkElements / n);
@@ -80,11 +71,11 @@ Status check_input(const gguf::File& file, const std::vector<TensorPlan>& plans,
                            "(--allow-requantize)");
     }
     if (plans[i].type == t.type) continue;
-    if (to_float_of(t.type) == nullptr) {
+    if (quant::to_float_fn(t.type) == nullptr) {
       return Status::error("quantize: " + file.path() + ": tensor '" + t.name + "' has type " +
                            type + ", which tessera cannot convert yet");
     }
-    if (from_float_of(plans[i].type) == nullptr) {
+    if (quant::from_float_fn(plans[i].type) == nullptr) {
       return Status::error("quantize: tensor '" + t.name + "': tessera cannot produce type " +
                            std::string(dtype_name(plans[i].type)) + " yet");
     }

@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "model/arch.h"
 #include "model/hparams.h"
+#include "quant/convert.h"
 
 namespace tessera {
 namespace {
@@ -101,7 +102,7 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
     std::vector<float> values(static_cast<size_t>(n));
     for (float& v : values) v = mean + stddev * rng.normal();
     std::vector<uint8_t>& bytes = storage.emplace_back(dtype_row_size(t, ne[0]) * size_t(n / ne[0]));
-    dtype_traits(t).from_float(values.data(), bytes.data(), n);
+    quant::from_float_fn(t)(values.data(), bytes.data(), n);
     w.add_tensor_ref(name, t, ne, n_dims, bytes.data(), bytes.size());
   });
   if (p.progress) p.progress(h->n_layer, h->n_layer);

@@ -2,6 +2,8 @@
 
 #include <unordered_set>
 
+#include "quant/convert.h"
+
 namespace tessera {
 namespace {
 
@@ -24,7 +26,7 @@ Status check_tensor(const gguf::TensorInfo& info, const Shape& expected) {
                          shape_string(expected, shape_dims(expected)));
   }
   const DTypeTraits& t = dtype_traits(info.type);
-  if (t.to_float == nullptr) {
+  if (quant::to_float_fn(info.type) == nullptr) {
     return Status::error("model: tensor '" + info.name + "' has type " + std::string(t.name) +
                          ", which this build of tessera cannot compute with yet");
   }

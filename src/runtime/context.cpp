@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cpu/cpu_backend.h"
-#include "backend/cuda/cuda.h"
 #include "backend/mpi/comm.h"
-#include "backend/mpi/remote_backend.h"
+#include "backend/registry.h"
 #include "core/check.h"
 #include "runtime/context_impl.h"
+#include "runtime/mirrored_ops.h"
 #include "runtime/mpi_commands.h"
 
 namespace tessera {
@@ -28,17 +27,22 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends(const Placement& p, 
   const int base = n_threads / n_local, extra = n_threads % n_local;
   int local = 0;
   for (size_t b = 0; b < p.backends.size(); ++b) {
+    backends::Options o;
+    const char* kind = "CPU";
     if (!p.here(int(b))) {
-      out.push_back(std::make_unique<RemoteBackend>(int(b)));
+      kind = "MPI";
+      o.rank = int(b);
     } else if (p.gpu_of(int(b)) >= 0) {
-      Result<std::unique_ptr<Backend>> gpu = cuda::make_backend(p.gpu_of(int(b)));
-      if (!gpu) return gpu.status().with_context("context");
-      out.push_back(std::move(*gpu));
+      kind = "CUDA";
+      o.device = p.gpu_of(int(b));
     } else {
-      const int threads = std::max(1, base + (local++ < extra ? 1 : 0));
+      o.n_threads = std::max(1, base + (local++ < extra ? 1 : 0));
       const bool named = p.backends.size() > 1 && !p.mpi && p.gpu.empty();
-      out.push_back(std::make_unique<CpuBackend>(threads, named ? "CPU " + p.backends[b] : "CPU"));
+      o.label = named ? "CPU " + p.backends[b] : "CPU";
     }
+    Result<std::unique_ptr<Backend>> backend = backends::create(kind, o);
+    if (!backend) return backend.status().with_context("context");
+    out.push_back(std::move(*backend));
   }
   return out;
 }
@@ -170,7 +174,7 @@ Status Context::decode(const Batch& batch) {
   if (impl_->mpi_id_ >= 0) {
     // The other ranks decode it too; a batch they would refuse is refused here first.
     TESSERA_RETURN_IF_ERROR(impl_->validate(batch));
-    tell_ranks(encode_decode(impl_->mpi_id_, batch));
+    tell_ranks(mirrored::mirror<mirrored::kDecodeBatch>(impl_->mpi_id_, batch));
   }
   return impl_->decode(batch);
 }
@@ -207,7 +211,7 @@ int64_t Context::n_cells_used() const { return impl_->kv_->n_used(); }
 
 void Context::clear() {
   impl_->clear();
-  tell_ranks(encode_clear(impl_->mpi_id_));
+  tell_ranks(mirrored::mirror<&Context::clear>(impl_->mpi_id_));
 }
 
 std::span<const float> Context::adapter_scales() const { return impl_->adapter_scales_; }
@@ -227,14 +231,14 @@ Status Context::set_adapter_scales(std::span<const float> scales) {
   }
   if (std::equal(scales.begin(), scales.end(), current.begin())) return Status::ok();
   current.assign(scales.begin(), scales.end());
-  tell_ranks(encode_adapter_scales(impl_->mpi_id_, current));
+  tell_ranks(mirrored::mirror<&Context::set_adapter_scales>(impl_->mpi_id_, std::span<const float>(current)));
   return Status::ok();
 }
 
 Status Context::seq_rm(SeqId seq, Pos p0, Pos p1) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_rm", seq, true));
   impl_->kv_->seq_rm(seq, p0, p1);
-  tell_ranks(encode_seq_op(mpi::Command::SeqRm, impl_->mpi_id_, {seq, p0, p1}));
+  tell_ranks(mirrored::mirror<&Context::seq_rm>(impl_->mpi_id_, seq, p0, p1));
   return Status::ok();
 }
 
@@ -243,7 +247,7 @@ Status Context::seq_copy(SeqId src, SeqId dst, Pos p0, Pos p1) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_copy", dst, false));
   if (src == dst) return Status::error("seq_copy: the source and destination are both sequence " + std::to_string(src));
   TESSERA_RETURN_IF_ERROR(impl_->kv_->seq_copy(src, dst, p0, p1));
-  tell_ranks(encode_seq_op(mpi::Command::SeqCopy, impl_->mpi_id_, {src, dst, p0, p1}));
+  tell_ranks(mirrored::mirror<&Context::seq_copy>(impl_->mpi_id_, src, dst, p0, p1));
   return Status::ok();
 }
 
@@ -253,14 +257,14 @@ Status Context::seq_cp(SeqId src, SeqId dst, Pos p0, Pos p1) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_cp", src, false));
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_cp", dst, false));
   if (src != dst) impl_->kv_->seq_cp(src, dst, p0, p1);
-  tell_ranks(encode_seq_op(mpi::Command::SeqCp, impl_->mpi_id_, {src, dst, p0, p1}));
+  tell_ranks(mirrored::mirror<&Context::seq_cp>(impl_->mpi_id_, src, dst, p0, p1));
   return Status::ok();
 }
 
 Status Context::seq_keep(SeqId seq) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_keep", seq, false));
   impl_->kv_->seq_keep(seq);
-  tell_ranks(encode_seq_op(mpi::Command::SeqKeep, impl_->mpi_id_, {seq}));
+  tell_ranks(mirrored::mirror<&Context::seq_keep>(impl_->mpi_id_, seq));
   return Status::ok();
 }
 
@@ -268,7 +272,7 @@ Status Context::seq_add(SeqId seq, Pos p0, Pos p1, Pos delta) {
   TESSERA_RETURN_IF_ERROR(impl_->check_seq("seq_add", seq, true));
   if (delta != 0) TESSERA_RETURN_IF_ERROR(impl_->check_movable("seq_add"));
   TESSERA_RETURN_IF_ERROR(impl_->kv_->seq_add(seq, p0, p1, delta));
-  tell_ranks(encode_seq_op(mpi::Command::SeqAdd, impl_->mpi_id_, {seq, p0, p1, delta}));
+  tell_ranks(mirrored::mirror<&Context::seq_add>(impl_->mpi_id_, seq, p0, p1, delta));
   return Status::ok();
 }
 
@@ -302,7 +306,7 @@ Result<int64_t> Context::context_shift(SeqId seq, int64_t n_keep) {
   TESSERA_RETURN_IF_ERROR(impl_->kv_->seq_add(seq, tail, -1, 0).with_context("context_shift"));
   impl_->kv_->seq_rm(seq, Pos(n_keep), tail);
   TESSERA_RETURN_IF_ERROR(impl_->kv_->seq_add(seq, tail, -1, -Pos(n_discard)));
-  tell_ranks(encode_seq_op(mpi::Command::ContextShift, impl_->mpi_id_, {seq, n_keep}));
+  tell_ranks(mirrored::mirror<&Context::context_shift>(impl_->mpi_id_, seq, n_keep));
   return n_discard;
 }
 

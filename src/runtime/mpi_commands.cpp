@@ -6,6 +6,7 @@
 
 #include "backend/mpi/comm.h"
 #include "model/load_command.h"
+#include "runtime/mirrored_ops.h"
 #include "tessera/mpi.h"
 #include "tessera/model.h"
 
@@ -17,21 +18,6 @@ mpi::MessageWriter begin(mpi::Command c, int context_id) {
   w.put(c);
   w.put(int32_t(context_id));
   return w;
-}
-
-Batch decode_batch(mpi::MessageReader& r) {
-  const std::vector<TokenId> tokens = r.get_vector<TokenId>();
-  const std::vector<Pos> pos = r.get_vector<Pos>();
-  const std::vector<uint8_t> outputs = r.get_vector<uint8_t>();
-  const std::vector<uint32_t> n_seqs = r.get_vector<uint32_t>();
-  const std::vector<SeqId> seqs = r.get_vector<SeqId>();
-  Batch b;
-  size_t at = 0;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    b.add(tokens[i], pos[i], std::span<const SeqId>(seqs).subspan(at, n_seqs[i]), outputs[i] != 0);
-    at += n_seqs[i];
-  }
-  return b;
 }
 
 /// The other ranks' models and contexts, by the ids rank 0 gave them.
@@ -84,35 +70,14 @@ struct Follower {
       case mpi::Command::FreeContext:
         contexts.erase(id);
         break;
-      case mpi::Command::Decode:
-        must(context(id).decode(decode_batch(r)), "decode");
+      case mpi::Command::ContextOp: {
+        const size_t row = r.get<uint8_t>();
+        if (row >= mirrored::MirroredOps::size) mpi::abort_job("unknown context operation " + std::to_string(row));
+        must(mirrored::MirroredOps::apply[row](context(id), r), mirrored::MirroredOps::names[row]);
         break;
-      case mpi::Command::Clear:
-        context(id).clear();
-        break;
-      case mpi::Command::AdapterScales:
-        must(context(id).set_adapter_scales(r.get_vector<float>()), "adapter scales");
-        break;
-      default: {
-        const std::vector<int64_t> a = r.get_vector<int64_t>();
-        Context& c = context(id);
-        auto arg = [&](size_t i) { return i < a.size() ? a[i] : 0; };
-        auto seq = [&](size_t i) { return SeqId(arg(i)); };
-        auto pos = [&](size_t i) { return Pos(arg(i)); };
-        switch (op) {
-          case mpi::Command::SeqRm: must(c.seq_rm(seq(0), pos(1), pos(2)), "seq_rm"); break;
-          case mpi::Command::SeqCp: must(c.seq_cp(seq(0), seq(1), pos(2), pos(3)), "seq_cp"); break;
-          case mpi::Command::SeqCopy: must(c.seq_copy(seq(0), seq(1), pos(2), pos(3)), "seq_copy"); break;
-          case mpi::Command::SeqKeep: must(c.seq_keep(seq(0)), "seq_keep"); break;
-          case mpi::Command::SeqAdd: must(c.seq_add(seq(0), pos(1), pos(2), pos(3)), "seq_add"); break;
-          case mpi::Command::ContextShift: {
-            Result<int64_t> n = c.context_shift(seq(0), arg(1));
-            must(n ? Status::ok() : n.status(), "context_shift");
-            break;
-          }
-          default: mpi::abort_job("unknown command " + std::to_string(int(op)));
-        }
       }
+      default:
+        mpi::abort_job("unknown command " + std::to_string(int(op)));
     }
     return true;
   }
@@ -129,8 +94,7 @@ std::vector<uint8_t> encode_create_context(int model_id, int context_id, const C
 
 std::vector<uint8_t> encode_free_context(int context_id) { return begin(mpi::Command::FreeContext, context_id).bytes(); }
 
-std::vector<uint8_t> encode_decode(int context_id, const Batch& batch) {
-  mpi::MessageWriter w = begin(mpi::Command::Decode, context_id);
+void mirrored::Wire<Batch>::put(mpi::MessageWriter& w, const Batch& batch) {
   std::vector<TokenId> tokens;
   std::vector<Pos> pos;
   std::vector<uint8_t> outputs;
@@ -148,21 +112,22 @@ std::vector<uint8_t> encode_decode(int context_id, const Batch& batch) {
   w.put_vector(outputs);
   w.put_vector(n_seqs);
   w.put_vector(seqs);
-  return w.bytes();
 }
 
-std::vector<uint8_t> encode_clear(int context_id) { return begin(mpi::Command::Clear, context_id).bytes(); }
-
-std::vector<uint8_t> encode_adapter_scales(int context_id, const std::vector<float>& scales) {
-  mpi::MessageWriter w = begin(mpi::Command::AdapterScales, context_id);
-  w.put_vector(scales);
-  return w.bytes();
-}
-
-std::vector<uint8_t> encode_seq_op(mpi::Command op, int context_id, std::vector<int64_t> args) {
-  mpi::MessageWriter w = begin(op, context_id);
-  w.put_vector(args);
-  return w.bytes();
+Batch mirrored::Wire<Batch>::get(mpi::MessageReader& r) {
+  const std::vector<TokenId> tokens = r.get_vector<TokenId>();
+  const std::vector<Pos> pos = r.get_vector<Pos>();
+  const std::vector<uint8_t> outputs = r.get_vector<uint8_t>();
+  const std::vector<uint32_t> n_seqs = r.get_vector<uint32_t>();
+  const std::vector<SeqId> seqs = r.get_vector<SeqId>();
+  Batch b;
+  size_t at = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    TESSERA_CHECK_MSG(at + n_seqs[i] <= seqs.size(), "mpi: a batch's sequences end early");
+    b.add(tokens[i], pos[i], std::span<const SeqId>(seqs).subspan(at, n_seqs[i]), outputs[i] != 0);
+    at += n_seqs[i];
+  }
+  return b;
 }
 
 namespace mpi {

@@ -1,6 +1,6 @@
 // tessera::finetune_model: a LoRA on a frozen base, with the training loop of `train`.
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/registry.h"
 #include "tessera/model.h"
 #include "tessera/tokenizer.h"
 #include "tessera/train.h"
@@ -22,7 +22,11 @@ Status finetune_model(const FinetuneOptions& o, const std::function<void(const T
   if (!base) return base.status();
   const Tokenizer* tok = (*base)->tokenizer();
   if (tok == nullptr) return Status::error((o.base_path.empty() ? Model::default_model_name() : o.base_path) + ": the base has no tokenizer to read the text with");
-  CpuBackend backend(o.n_threads);
+  backends::Options cpu_options;
+  cpu_options.n_threads = o.n_threads;
+  Result<std::unique_ptr<Backend>> cpu = backends::create("CPU", cpu_options);
+  if (!cpu) return cpu.status();
+  Backend& backend = **cpu;
   Result<std::unique_ptr<train::TrainModel>> m =
       train::create_lora(**base, {o.lora_r, o.lora_alpha, *targets}, o.seed, backend);
   if (!m) return m.status();

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/registry.h"
 #include "tessera/train.h"
 #include "tokenizer/train_vocab.h"
 #include "train/checkpoint.h"
@@ -55,7 +55,11 @@ Status train_model(const TrainOptions& o, const std::function<void(const TrainPr
   TESSERA_RETURN_IF_ERROR(check_train_options(o));
   Result<std::string> text = train::read_training_text(o.text_path);
   if (!text) return text.status();
-  CpuBackend backend(o.n_threads);
+  backends::Options cpu_options;
+  cpu_options.n_threads = o.n_threads;
+  Result<std::unique_ptr<Backend>> cpu = backends::create("CPU", cpu_options);
+  if (!cpu) return cpu.status();
+  Backend& backend = **cpu;
   std::unique_ptr<gguf::File> ckpt;
   std::unique_ptr<TrainModel> m;
   RunConfig c = train::run_config(o, o.n_ctx);

@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "model/hparams.h"
+#include "quant/convert.h"
 
 namespace tessera::train {
 namespace {
@@ -148,7 +149,7 @@ Result<std::unique_ptr<TrainModel>> load_model(const gguf::File& file, const std
                            "; training continues from f32, f16 or bf16 weights only");
     }
     std::vector<float> v(size_t(p->nelements()));
-    dtype_traits(info->type).to_float(info->data, v.data(), p->nelements());
+    quant::to_float_fn(info->type)(info->data, v.data(), p->nelements());
     write_param(backend, p, v);
   }
   TESSERA_RETURN_IF_ERROR(finish(*m));
@@ -174,7 +175,7 @@ gguf::Writer model_writer(const TrainModel& m, Backend& backend, DType type) {
     const DType t = n_dims == 1 ? DType::F32 : type;
     const std::vector<float> v = read_param(backend, p);
     std::vector<uint8_t> bytes(dtype_row_size(t, p->ne[0]) * size_t(p->nrows()));
-    dtype_traits(t).from_float(v.data(), bytes.data(), p->nelements());
+    quant::from_float_fn(t)(v.data(), bytes.data(), p->nelements());
     w.add_tensor(p->name, t, p->ne, n_dims, bytes.data(), bytes.size());
   }
   return w;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "tessera/gguf.h"
+#include "quant/convert.h"
 
 namespace tessera::test {
 namespace {
@@ -60,7 +61,7 @@ Status write_adapter(const AdapterFile& f, const std::string& path) {
       for (float& x : v) x = normal(rng);
     }
     std::vector<uint8_t> bytes(dtype_row_size(f.type, t.ne[0]) * size_t(n / t.ne[0]));
-    dtype_traits(f.type).from_float(v.data(), bytes.data(), n);
+    quant::from_float_fn(f.type)(v.data(), bytes.data(), n);
     w.add_tensor(t.name, f.type, t.ne, t.n_dims, bytes.data(), bytes.size());
   }
   return w.write(path);

@@ -13,6 +13,7 @@
 #include "fuzz/fuzz_support.h"
 #include "tessera/gguf.h"
 #include "tessera/grammar.h"
+#include "quant/convert.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;
@@ -188,7 +189,7 @@ void lora_seeds() {
         std::vector<float> v(size_t(ne0 * ne1));
         for (float& x : v) x = normal(rng);
         std::vector<uint8_t> bytes(dtype_row_size(type, ne0) * size_t(ne1));
-        dtype_traits(type).from_float(v.data(), bytes.data(), int64_t(v.size()));
+        quant::from_float_fn(type)(v.data(), bytes.data(), int64_t(v.size()));
         w.add_tensor(name + suffix, type, {ne0, ne1, 1, 1}, 2, bytes.data(), bytes.size());
       }
     }

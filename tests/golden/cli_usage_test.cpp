@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "backend/cuda/cuda.h"
+#include "backend/registry.h"
 #include "common/cli_run.h"
 #include "common/lora_test_util.h"
 #include "common/test_util.h"
@@ -70,7 +70,7 @@ TEST(CliUsage, VerboseWorksBeforeAndAfterTheSubcommand) {
 // llama.cpp's -ngl in a build without CUDA (or on a machine without a GPU) warns and runs
 // on the CPU: scripts carry -ngl 99 from machine to machine.
 TEST(CliUsage, GpuLayersWithoutAGpuWarnAndRunOnTheCpu) {
-  if (cuda::built() && cuda::devices()) GTEST_SKIP() << "this build has a GPU to offload to";
+  if (backends::devices("CUDA")) GTEST_SKIP() << "this build has a GPU to offload to";
   const CliOutput o = run_tessera("run -ngl 99 -p hi -n 2 -t 1");
   EXPECT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.err.find("tessera: warning: -ngl 99 ignored"), std::string::npos) << o.err;

@@ -15,6 +15,7 @@
 #include "backend/cuda/q8_dot.h"
 #include "core/fp16.h"
 #include "tessera/dtype.h"
+#include "quant/convert.h"
 
 namespace tessera {
 namespace {
@@ -40,7 +41,7 @@ std::vector<float> random_floats(std::mt19937& rng, int64_t n) {
 
 std::vector<uint8_t> quantized(DType t, const std::vector<float>& x) {
   std::vector<uint8_t> q(dtype_row_size(t, int64_t(x.size())));
-  dtype_traits(t).from_float(x.data(), q.data(), int64_t(x.size()));
+  quant::from_float_fn(t)(x.data(), q.data(), int64_t(x.size()));
   return q;
 }
 
@@ -51,7 +52,7 @@ std::vector<uint8_t> random_blocks(DType t, std::mt19937& rng) {
   std::vector<float> y(static_cast<size_t>(kN));
   for (int tries = 0; tries < 1000; ++tries) {
     for (uint8_t& b : q) b = uint8_t(rng());
-    dtype_traits(t).to_float(q.data(), y.data(), kN);
+    quant::to_float_fn(t)(q.data(), y.data(), kN);
     bool ok = true;
     for (float v : y) ok = ok && std::isfinite(v) && std::fabs(v) < 1e6f;
     if (ok) return q;
@@ -68,7 +69,7 @@ float decode(DType t, const uint8_t* row, int64_t i) {
 
 void expect_decodes_as_reference(DType t, const std::vector<uint8_t>& q) {
   std::vector<float> ref(static_cast<size_t>(kN));
-  dtype_traits(t).to_float(q.data(), ref.data(), kN);
+  quant::to_float_fn(t)(q.data(), ref.data(), kN);
   for (int64_t i = 0; i < kN; ++i) {
     const float got = decode(t, q.data(), i);
     ASSERT_TRUE(f32_to_bits(got) == f32_to_bits(ref[size_t(i)]) ||
@@ -117,7 +118,7 @@ std::vector<q8::Q8Act> quantize_acts(const std::vector<float>& x) {
 
 void expect_dot_matches(DType t, const std::vector<uint8_t>& w, const std::vector<q8::Q8Act>& a) {
   std::vector<float> wf(static_cast<size_t>(kN));
-  dtype_traits(t).to_float(w.data(), wf.data(), kN);
+  quant::to_float_fn(t)(w.data(), wf.data(), kN);
   double ref = 0.0, mag = 0.0;
   for (int64_t i = 0; i < kN; ++i) {
     const q8::Q8Act& blk = a[size_t(i / q8::kQK)];

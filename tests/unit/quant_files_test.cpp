@@ -17,6 +17,7 @@
 #include "quant/quant.h"
 #include "tessera/dtype.h"
 #include "tessera/gguf.h"
+#include "quant/convert.h"
 
 namespace tessera::quant {
 namespace {
@@ -75,7 +76,7 @@ std::vector<float> to_floats(const gguf::TensorInfo& t) {
   const int64_t n0 = t.ne[0];
   const size_t row_bytes = dtype_row_size(t.type, n0);
   for (int64_t r = 0; r < t.n_elements() / n0; ++r) {
-    dtype_traits(t.type).to_float(t.data + size_t(r) * row_bytes, v.data() + r * n0, n0);
+    quant::to_float_fn(t.type)(t.data + size_t(r) * row_bytes, v.data() + r * n0, n0);
   }
   return v;
 }

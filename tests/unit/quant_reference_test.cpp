@@ -15,6 +15,7 @@
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "tessera/dtype.h"
+#include "quant/convert.h"
 
 namespace tessera::quant {
 namespace {
@@ -95,9 +96,8 @@ TEST(QuantReference, FormatTable) {
     EXPECT_EQ(f->type, c.type);
     EXPECT_NE(format(f->dot_partner), nullptr);
     EXPECT_TRUE(f->quantize && f->dequantize && f->vec_dot);
-    const DTypeTraits& tr = dtype_traits(c.type);
-    EXPECT_EQ(tr.to_float, f->dequantize) << type_name(c.type);
-    EXPECT_EQ(tr.from_float, f->quantize) << type_name(c.type);
+    EXPECT_EQ(to_float_fn(c.type), f->dequantize) << type_name(c.type);
+    EXPECT_EQ(from_float_fn(c.type), f->quantize) << type_name(c.type);
   }
   EXPECT_EQ(format(DType::F32), nullptr);
   EXPECT_EQ(format(DType::F16), nullptr);
@@ -139,7 +139,7 @@ TEST(QuantReference, OddRowCounts) {
       EXPECT_EQ(y, dequantize(c.type, by_rows, x.size())) << type_name(c.type);
       std::vector<float> last(static_cast<size_t>(n_per_row));
       const size_t row_bytes = dtype_row_size(c.type, n_per_row);
-      dtype_traits(c.type).to_float(by_rows.data() + size_t(rows - 1) * row_bytes, last.data(),
+      quant::to_float_fn(c.type)(by_rows.data() + size_t(rows - 1) * row_bytes, last.data(),
                                     n_per_row);
       EXPECT_TRUE(std::equal(last.begin(), last.end(), y.end() - n_per_row)) << type_name(c.type);
       EXPECT_LT(relative_rmse(x, y), c.gauss * 1.5) << type_name(c.type) << " rows " << rows;

@@ -1,9 +1,32 @@
 // Where the layers run: -ngl / --device (the GPU), --layers (CPU backend instances in
 // this process) and --mpi / --mpi-layers (the ranks of an mpirun job), shared by run,
 // chat, perplexity, bench and serve. main.cpp starts MPI when --mpi is given, before any of this.
+#include <cstdio>
+
 #include "commands.h"
+#include "tessera/devices.h"
 
 namespace tessera::cli {
+namespace {
+
+// llama.cpp's --list-devices: every backend of this build, its devices or why it has none.
+void print_devices() {
+  for (const BackendListing& b : list_backends()) {
+    std::printf("%s (%s):\n", b.name.c_str(), b.summary.c_str());
+    if (b.devices.empty()) std::printf("  none: %s\n", b.unavailable.c_str());
+    for (const DeviceDesc& d : b.devices) {
+      std::printf("  %d: %s", d.index, d.name.c_str());
+      if (!d.description.empty()) std::printf(", %s", d.description.c_str());
+      if (d.total_bytes > 0) {
+        std::printf(", %.0f MiB (%.0f MiB free)", double(d.total_bytes) / (1 << 20), double(d.free_bytes) / (1 << 20));
+      }
+      std::printf("\n");
+    }
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
 
 void add_placement_options(CLI::App* cmd, PlacementOptions& o) {
   cmd->add_option("--n-gpu-layers", o.n_gpu_layers,  // also -ngl (main.cpp)
@@ -11,7 +34,13 @@ void add_placement_options(CLI::App* cmd, PlacementOptions& o) {
                   "layer count (99: all); needs a build with TESSERA_CUDA=ON")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--device", o.device, "the CUDA device -ngl offloads to (default 0)")
+  cmd->add_flag_callback(
+      "--list-devices", [] {
+        print_devices();
+        throw CLI::Success();  // exit 0, as --help
+      },
+      "list the backends of this build and their devices (the CUDA index is --device's), then exit");
+  cmd->add_option("--device", o.device, "the CUDA device -ngl offloads to (default 0; --list-devices lists them)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--layers", o.layers,

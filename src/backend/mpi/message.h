@@ -12,22 +12,16 @@
 
 namespace tessera::mpi {
 
-/// What rank 0 asks the other ranks to do (runtime/mpi_worker.cpp carries them out).
+/// What rank 0 asks the other ranks to do (runtime/mpi_commands.cpp carries them out):
+/// the lifetimes of models and contexts, and ContextOp, one operation of the mirrored
+/// Context operations' table (runtime/mirrored_ops.h).
 enum class Command : uint8_t {
   LoadModel = 1,   // path, ModelParams; replies
   CreateContext,   // model id, context id, ContextParams; replies
   FreeContext,     // context id
-  Decode,          // context id, the batch
-  Clear,           // context id
-  SeqRm,           // context id, seq, p0, p1
-  SeqCp,           // context id, src, dst, p0, p1
-  SeqCopy,         // context id, src, dst, p0, p1
-  SeqKeep,         // context id, seq
-  SeqAdd,          // context id, seq, p0, p1, delta
-  ContextShift,    // context id, seq, n_keep
+  ContextOp,       // context id, the row of the table, the method's arguments
   FreeModel,       // model id
   Exit,            // the job is over
-  AdapterScales,   // context id, the adapters' user scales
 };
 
 class MessageWriter {

@@ -5,6 +5,7 @@
 #include "backend/cpu/vec.h"
 #include "core/check.h"
 #include "core/fp16.h"
+#include "quant/convert.h"
 
 namespace tessera::cpu {
 namespace {
@@ -61,12 +62,12 @@ void store_float(DType type, char* p, float v) {
 
 bool rows_readable(const Tensor* t) {
   const DTypeTraits& tr = dtype_traits(t->type);
-  return tr.to_float != nullptr && (tr.block_size == 1 || dense_rows(t));
+  return quant::to_float_fn(t->type) != nullptr && (tr.block_size == 1 || dense_rows(t));
 }
 
 bool rows_writable(const Tensor* t) {
   const DTypeTraits& tr = dtype_traits(t->type);
-  return tr.from_float != nullptr && (tr.block_size == 1 || dense_rows(t));
+  return quant::from_float_fn(t->type) != nullptr && (tr.block_size == 1 || dense_rows(t));
 }
 
 // F32/F16/BF16 rows go through the vector kernels when dense and element by element
@@ -86,7 +87,7 @@ const float* read_row(const Tensor* t, int64_t i1, int64_t i2, int64_t i3, float
         vec_kernels().bf16_to_f32(reinterpret_cast<const uint16_t*>(row), buf, n);
         return buf;
       default:
-        dtype_traits(t->type).to_float(row, buf, n);
+        quant::to_float_fn(t->type)(row, buf, n);
         return buf;
     }
   }
@@ -94,7 +95,7 @@ const float* read_row(const Tensor* t, int64_t i1, int64_t i2, int64_t i3, float
     for (int64_t i = 0; i < n; ++i) buf[i] = load_float(t->type, row + i * nb0);
     return buf;
   }
-  const ToFloatFn to_float = dtype_traits(t->type).to_float;
+  const ToFloatFn to_float = quant::to_float_fn(t->type);
   for (int64_t i = 0; i < n; ++i) to_float(row + i * nb0, buf + i, 1);
   return buf;
 }
@@ -115,7 +116,7 @@ void write_row(const Tensor* t, int64_t i1, int64_t i2, int64_t i3, const float*
         vec_kernels().f32_to_bf16(src, reinterpret_cast<uint16_t*>(row), n);
         return;
       default:
-        dtype_traits(t->type).from_float(src, row, n);
+        quant::from_float_fn(t->type)(src, row, n);
         return;
     }
   }
@@ -123,7 +124,7 @@ void write_row(const Tensor* t, int64_t i1, int64_t i2, int64_t i3, const float*
     for (int64_t i = 0; i < n; ++i) store_float(t->type, row + i * nb0, src[i]);
     return;
   }
-  const FromFloatFn from_float = dtype_traits(t->type).from_float;
+  const FromFloatFn from_float = quant::from_float_fn(t->type);
   for (int64_t i = 0; i < n; ++i) from_float(src + i, row + i * nb0, 1);
 }
 

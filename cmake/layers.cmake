@@ -1,0 +1,105 @@
+# The library as layers (cmake/layers.txt): tessera_<layer>, one static library per layer,
+# each linking only the layers below it and compiled against an include root of its own
+# (build/layers/<layer>/) that holds symlinks to only its own and lower layers' folders,
+# files and public headers. An upward #include is then "file not found", and an upward
+# call does not link. `tessera` is the whole library (an interface target over them all).
+#
+# After this file: TESSERA_LAYERS (bottom to top), and for each layer L the target
+# tessera_L; the caller adds what a layer needs beyond its sources (generated files,
+# packages) with tessera_layer_add / target_link_libraries.
+
+set(TESSERA_LAYERS "")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/cmake/layers.txt)
+file(STRINGS ${CMAKE_SOURCE_DIR}/cmake/layers.txt tessera_layer_lines REGEX "^[a-z_]+[ \t]")
+foreach(line IN LISTS tessera_layer_lines)
+  string(REGEX REPLACE "[ \t]+" ";" fields "${line}")
+  list(POP_FRONT fields name links)
+  if(links STREQUAL "-")
+    set(links "")
+  else()
+    string(REPLACE "," ";" links "${links}")
+  endif()
+  foreach(l IN LISTS links)
+    if(NOT l IN_LIST TESSERA_LAYERS)
+      message(FATAL_ERROR "cmake/layers.txt: layer ${name} links ${l}, which is not a layer above it in the table")
+    endif()
+  endforeach()
+  set(TESSERA_LAYER_${name}_LINKS ${links})
+  set(TESSERA_LAYER_${name}_OWNS ${fields})
+  list(APPEND TESSERA_LAYERS ${name})
+endforeach()
+
+# The layers below `name`, transitively.
+function(tessera_layers_below name out)
+  set(result "")
+  set(todo ${TESSERA_LAYER_${name}_LINKS})
+  while(todo)
+    list(POP_FRONT todo l)
+    if(NOT l IN_LIST result)
+      list(APPEND result ${l})
+      list(APPEND todo ${TESSERA_LAYER_${l}_LINKS})
+    endif()
+  endwhile()
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
+# The .cpp files a layer owns.
+function(tessera_layer_sources name out)
+  set(result "")
+  foreach(p IN LISTS TESSERA_LAYER_${name}_OWNS)
+    if(p MATCHES "^tessera/")
+      continue()
+    elseif(IS_DIRECTORY ${CMAKE_SOURCE_DIR}/src/${p})
+      file(GLOB_RECURSE found CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${p}/*.cpp)
+      list(APPEND result ${found})
+    elseif(p MATCHES "\\.cpp$")
+      list(APPEND result ${CMAKE_SOURCE_DIR}/src/${p})
+    endif()
+  endforeach()
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
+# build/layers/<name>/: a symlink per header, file or folder the layer may include.
+function(tessera_layer_include_root name out)
+  set(root ${CMAKE_BINARY_DIR}/layers/${name})
+  file(REMOVE_RECURSE ${root})
+  tessera_layers_below(${name} below)
+  foreach(l IN LISTS below ITEMS ${name})
+    foreach(p IN LISTS TESSERA_LAYER_${l}_OWNS)
+      if(p MATCHES "\\.cpp$")
+        continue()
+      elseif(p MATCHES "^tessera/")
+        set(target ${CMAKE_SOURCE_DIR}/include/${p})
+      else()
+        set(target ${CMAKE_SOURCE_DIR}/src/${p})
+      endif()
+      if(NOT EXISTS ${target})
+        message(FATAL_ERROR "cmake/layers.txt: layer ${l} owns ${p}, which does not exist")
+      endif()
+      get_filename_component(dir ${root}/${p} DIRECTORY)
+      file(MAKE_DIRECTORY ${dir})
+      file(CREATE_LINK ${target} ${root}/${p} SYMBOLIC)
+    endforeach()
+  endforeach()
+  set(${out} ${root} PARENT_SCOPE)
+endfunction()
+
+foreach(name IN LISTS TESSERA_LAYERS)
+  tessera_layer_sources(${name} sources)
+  tessera_layer_include_root(${name} root)
+  add_library(tessera_${name} STATIC ${sources})
+  target_include_directories(tessera_${name} PRIVATE ${root})
+  foreach(l IN LISTS TESSERA_LAYER_${name}_LINKS)
+    target_link_libraries(tessera_${name} PUBLIC tessera_${l})
+  endforeach()
+  tessera_target_options(tessera_${name})
+endforeach()
+target_link_libraries(tessera_core PUBLIC Threads::Threads)
+
+# The whole library, for the tools, tests and benchmarks (which see include/ only, or
+# src/ too where they say so).
+add_library(tessera INTERFACE)
+target_include_directories(tessera INTERFACE ${CMAKE_SOURCE_DIR}/include)
+foreach(name IN LISTS TESSERA_LAYERS)
+  target_link_libraries(tessera INTERFACE tessera_${name})
+endforeach()
