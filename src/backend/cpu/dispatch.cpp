@@ -24,8 +24,8 @@ bool cpu_has_f16c() {
 #endif
 
 // Both answers are computed once: the kernel tables are looked up per op and thread, and
-// in a virtual machine each cpuid instruction exits to the hypervisor. Asked anew each
-// time, they took 9% of a Q4_K_M decode's profile (2 vCPUs, AVX2 level).
+// in a virtual machine each cpuid instruction exits to the hypervisor (asked anew each
+// time, a measurable share of a decode: docs/performance.md, "Kernel history").
 bool cpu_has_avx2() {
 #if TESSERA_X86_KERNELS
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();

@@ -1,9 +1,9 @@
 // AVX2 attention tiles (attn_kernels.h): tile reads F32 keys and values, tile_f16 an F16
 // cache directly (for KV heads whose rows fit one tile); both are rows_tile below, which
 // scores 8 cells of all the tile's rows at once from transposed keys and shares each
-// value vector between up to 8 rows. (tile used to do one query row at a time, a dot
-// product and a horizontal sum per score, each row reading the whole head: pp512 at the
-// AVX2 level spent 6-8% of its time there; docs/performance.md, session 12.)
+// value vector between up to 8 rows, rather than a dot product and a horizontal sum per
+// score with each row reading the whole head (measured: docs/performance.md,
+// "Kernel history").
 // Compiled with per-file target flags, reached only through attn_dispatch.cpp.
 #include <algorithm>
 #include <cmath>
