@@ -1,5 +1,6 @@
 // Hands out the attention kernel table of a vector level (only levels this CPU runs).
 #include "backend/cpu/attn_kernels.h"
+#include "backend/cpu/x86_build.h"
 
 namespace tessera::cpu {
 
@@ -9,9 +10,11 @@ const AttnKernels* attn_kernels_for(Isa isa) {
     case Isa::Reference:
       return &reference::kAttnKernels;
     case Isa::Avx2:
-      return &avx2::kAttnKernels;
+      if constexpr (kX86Kernels) return &avx2::kAttnKernels;
+      break;
     case Isa::Avx512:
-      return &avx512::kAttnKernels;
+      if constexpr (kX86Kernels) return &avx512::kAttnKernels;
+      break;
   }
   return nullptr;
 }

@@ -2,18 +2,19 @@
 // per-level tables only for levels this CPU runs.
 #include <atomic>
 #include <cstdlib>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 #include <string>
 
 #include "backend/cpu/vec.h"
+#include "backend/cpu/x86_build.h"
+#if TESSERA_X86_KERNELS
+#include <cpuid.h>
+#endif
 #include "tessera/log.h"
 
 namespace tessera::cpu {
 namespace {
 
-#if defined(__x86_64__) || defined(__i386__)
+#if TESSERA_X86_KERNELS
 // F16C from cpuid leaf 1 (ECX bit 29): clang's __builtin_cpu_supports has no "f16c".
 // The OS's saving of the AVX state is checked by the "avx2" test beside it.
 bool cpu_has_f16c() {
@@ -23,10 +24,10 @@ bool cpu_has_f16c() {
 #endif
 
 // Both answers are computed once: the kernel tables are looked up per op and thread, and
-// in a virtual machine each cpuid instruction exits to the hypervisor. Asked anew each
-// time, they took 9% of a Q4_K_M decode's profile (2 vCPUs, AVX2 level).
+// in a virtual machine each cpuid instruction exits to the hypervisor (asked anew each
+// time, a measurable share of a decode: docs/performance.md, "Kernel history").
 bool cpu_has_avx2() {
-#if defined(__x86_64__) || defined(__i386__)
+#if TESSERA_X86_KERNELS
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   return yes;
 #else
@@ -36,7 +37,7 @@ bool cpu_has_avx2() {
 
 // The AVX-512 file is compiled with every flag below, so all of them must be present.
 bool cpu_has_avx512() {
-#if defined(__x86_64__) || defined(__i386__)
+#if TESSERA_X86_KERNELS
   static const bool yes = cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
@@ -48,8 +49,10 @@ bool cpu_has_avx512() {
 }
 
 const VecKernels* best_supported() {
-  if (cpu_has_avx512()) return &avx512::kKernels;
-  if (cpu_has_avx2()) return &avx2::kKernels;
+  if constexpr (kX86Kernels) {
+    if (cpu_has_avx512()) return &avx512::kKernels;
+    if (cpu_has_avx2()) return &avx2::kKernels;
+  }
   return &reference::kKernels;
 }
 
@@ -100,9 +103,11 @@ const VecKernels* vec_kernels_for(Isa isa) {
     case Isa::Reference:
       return &reference::kKernels;
     case Isa::Avx2:
-      return &avx2::kKernels;
+      if constexpr (kX86Kernels) return &avx2::kKernels;
+      break;
     case Isa::Avx512:
-      return &avx512::kKernels;
+      if constexpr (kX86Kernels) return &avx512::kKernels;
+      break;
   }
   return nullptr;
 }

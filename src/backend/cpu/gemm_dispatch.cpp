@@ -1,8 +1,9 @@
 // Hands out the _X16 GEMM table of a vector level (only levels this CPU runs), and for
 // the AVX2 level its AVX-VNNI variant where the CPU has that.
 #include "backend/cpu/gemm_kernels.h"
+#include "backend/cpu/x86_build.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if TESSERA_X86_KERNELS
 #include <cpuid.h>
 #endif
 #include <cstdlib>
@@ -34,7 +35,7 @@ namespace {
 // AVX-VNNI: cpuid leaf 7, sub-leaf 1, EAX bit 4 (read once: a cpuid instruction exits to
 // the hypervisor in a virtual machine, and the tables are looked up per op and thread).
 bool cpu_has_avx_vnni() {
-#if defined(__x86_64__) || defined(__i386__)
+#if TESSERA_X86_KERNELS
   static const bool yes = [] {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     return isa_supported(Isa::Avx2) && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
@@ -56,8 +57,11 @@ bool use_avx_vnni() {
 }  // namespace
 
 const GemmKernels* gemm_kernels_avx2(bool vnni) {
-  if (vnni) return cpu_has_avx_vnni() ? &avx2_vnni::kGemmKernels : nullptr;
-  return isa_supported(Isa::Avx2) ? &avx2::kGemmKernels : nullptr;
+  if constexpr (kX86Kernels) {
+    if (vnni) return cpu_has_avx_vnni() ? &avx2_vnni::kGemmKernels : nullptr;
+    return isa_supported(Isa::Avx2) ? &avx2::kGemmKernels : nullptr;
+  }
+  return nullptr;
 }
 
 const GemmKernels* gemm_kernels_for(Isa isa) {
@@ -68,7 +72,8 @@ const GemmKernels* gemm_kernels_for(Isa isa) {
     case Isa::Avx2:
       return gemm_kernels_avx2(use_avx_vnni());
     case Isa::Avx512:
-      return &avx512::kGemmKernels;
+      if constexpr (kX86Kernels) return &avx512::kGemmKernels;
+      break;
   }
   return nullptr;
 }

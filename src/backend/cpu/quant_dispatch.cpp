@@ -1,6 +1,7 @@
 // Hands out the quantized kernel table of a vector level, only for levels this CPU runs;
 // the active level is the vector kernels' one (dispatch.cpp).
 #include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/x86_build.h"
 
 namespace tessera::cpu {
 
@@ -37,9 +38,11 @@ const QuantKernels* quant_kernels_for(Isa isa) {
     case Isa::Reference:
       return &reference::kQuantKernels;
     case Isa::Avx2:
-      return &avx2::kQuantKernels;
+      if constexpr (kX86Kernels) return &avx2::kQuantKernels;
+      break;
     case Isa::Avx512:
-      return &avx512::kQuantKernels;
+      if constexpr (kX86Kernels) return &avx512::kQuantKernels;
+      break;
   }
   return nullptr;
 }

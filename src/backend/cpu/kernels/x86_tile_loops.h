@@ -23,18 +23,17 @@ namespace tessera::cpu::x86 {
 namespace {
 
 // Software prefetch of the weight stream into L2. With the hardware prefetchers alone
-// (which stop at 4 KiB pages) decode waits on memory latency. One core streaming a 302 MB
-// Q4_0 matrix (docs/performance.md): no prefetch ~14 GB/s; quants-only prefetch 64 KiB
-// ahead (which left the scales and part of each group to demand misses) ~23; the whole
-// stream 64 KiB ahead ~30, a plain read loop ~31.
+// (which stop at 4 KiB pages) decode waits on memory latency. The whole stream is
+// prefetched, not the quants alone (which leaves the scales and part of each group to
+// demand misses); 64 KiB ahead brings one core's stream near a plain read loop's
+// (docs/performance.md, "Kernel history").
 constexpr size_t kAhead = 65536;
 
 // The block at [pos, pos + bytes) of a group asks for the same bytes kAhead further on,
 // so the prefetch sweeps the weights in memory order. F16 groups are plain rows, read
 // in that order. Q4_0 and Q8_0 decode keep it too: their metadata is a ninth and a
-// seventeenth of a block, and in block order (BlockPrefetch) they streamed slower (one
-// core, AVX2, 256 MB, GB/s: Q4_0 12.4-12.7 against 13.5-14.8, Q8_0 12.6-13.3 against
-// 13.1-14.7). Always inlined, as BlockPrefetch::part below, and for its reason.
+// seventeenth of a block, and in block order (BlockPrefetch) they stream slower.
+// Always inlined, as BlockPrefetch::part below, and for its reason.
 [[gnu::always_inline]] inline void prefetch_stream(const uint8_t* group, size_t pos, size_t bytes) {
   const uint8_t* p = group + pos + kAhead;
   for (size_t l = 0; l < (bytes + 63) / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + l * 64), _MM_HINT_T1);
@@ -43,12 +42,10 @@ constexpr size_t kAhead = 65536;
 // The Q4_0 and Q8_0 decode tiles' prefetch: the same memory-order sweep kAhead ahead as
 // prefetch_stream, one line at a time between the lines the tile reads (a step per line,
 // and one more per block, so the sweep keeps up with blocks that are not whole lines),
-// rather than all of a block's lines at its start. One core, AVX2, 256 MB, interleaved,
-// GB/s, with the lines read whole: all of a block's lines asked for at its start, Q8_0
-// 15.0-15.7, Q4_0 15.7-17.2; a computed share of them at each step (a division and a
-// loop, which cost more than the line) 17.0-18.9 and 14.1-15.0; this, 18.5-19.8 and
-// 18.8-20.3 (a plain read: ~17). Always inlined, as BlockPrefetch::part below, and for its
-// reason.
+// rather than all of a block's lines at its start or a computed share of them at each
+// step (a division and a loop, which cost more than the line); this streams fastest of
+// the three (docs/performance.md, "Kernel history"). Always inlined, as
+// BlockPrefetch::part below, and for its reason.
 class LineCursor {
  public:
   explicit LineCursor(const uint8_t* group)
@@ -73,19 +70,16 @@ class LineCursor {
 // next group the kernel will read (next_group bytes on: the next group, or for decode
 // in pairs the one after the partner).
 //
-// The k-quants once swept the group's bytes in memory order (prefetch_stream). That is
-// the same while a group is shorter than kAhead; in longer groups (ffn_down, k = 5632)
-// the front reached a group's metadata only halfway through the group, and in pairs it
-// read the partner group as it was being read. One core, 256 MB, k = 5632, GB/s: AVX2
-// Q6_K pairs 9.2-9.4 -> 12.4-12.6, Q4_K pairs 13.6-14.3 -> 14.6-15.9; AVX-512 Q6_K
-// 11.8-11.9 -> 13.9-14.1 (at k = 2048 the same within the noise).
+// Why not the memory-order sweep of prefetch_stream: that is the same while a group is
+// shorter than kAhead, but in longer groups (ffn_down, k = 5632) its front reaches a
+// group's metadata only halfway through the group, and in pairs it reads the partner
+// group as that is being read.
 //
 // part(i, parts) is step i of a block of `parts` steps: a share of the quants' lines,
 // and at step 0 the metadata. A k-quant block is 36-53 lines; asked for all at once at
 // the block's start, one core's decode stream is what it would be with no overlap of
-// memory and compute at all; spread over the block it overlaps some (AVX2 decode, one
-// core of an Intel Xeon, 256 MB, GB/s: Q6_K 9.4 -> 11.0, Q4_K 9.0-10.9 -> 10.5-11.5; a
-// plain read 17; docs/performance.md, "Session 11", also lists what did not help).
+// memory and compute at all; spread over the block it overlaps some (measured, with
+// what did not help: docs/performance.md, "Kernel history").
 template <size_t Q, size_t M>
 class BlockPrefetch {
  public:
@@ -169,21 +163,18 @@ void pairs_then_groups(const void* w, size_t group_bytes, int64_t n_groups, int6
 
 // Decode (one column) streams the weights from memory. Making the compiler store the
 // block's unpacked weight registers to the stack and load them back before the dot
-// products lets one core stream more: a ~300 MB matrix on Zen 4 with the AVX-512
-// kernels, Q4_0 24 -> 31 GB/s, Q4_K 22 -> 29, Q6_K 19 -> 23, F16 (converted halves)
-// 24 -> 28 (a plain read loop: ~32); Q8_0, whose registers are the stream's loads
-// themselves, gains nothing. Measured, not derived; our reading is that the dot products
-// then wait on L1 loads in the load queue rather than in the vector scheduler, so the
-// core runs further ahead and keeps more misses in flight.
+// products lets one core stream more on AMD (Zen 4) for Q4_0, the k-quants and F16;
+// Q8_0, whose registers are the stream's loads themselves, gains nothing. Measured, not
+// derived; our reading is that the dot products then wait on L1 loads in the load queue
+// rather than in the vector scheduler, so the core runs further ahead and keeps more
+// misses in flight.
 //
 // Not on Intel: there the round trip costs Q4_0 decode a fifth to a third of its stream.
-// One core of an Intel Xeon (AVX-512, AMX; family 6 model 167 as its VM reports it), 256 MB Q4_0
-// matrix, interleaved runs, GB/s: AVX2 11.6 -> 15.2 without it, AVX-512 13.3 -> 15.5 (a
-// plain read loop: 17). So the Q4_0 decode tiles take it where the CPU is AMD's (where it
-// was measured to pay) and leave it out elsewhere; TESSERA_DECODE_L1=0|1 forces either,
-// to measure a new machine. The F16 tiles keep it: on that Xeon their streams did not
-// move either way. The AVX2 Q6_K decode pairs take it on AMD only too (faster without it
-// on the Xeon); the AVX-512 k-quant tiles keep it.
+// So the Q4_0 decode tiles take it where the CPU is AMD's (where it was measured to pay)
+// and leave it out elsewhere; TESSERA_DECODE_L1=0|1 forces either, to measure a new
+// machine. The F16 tiles keep it (their streams did not move either way on Intel). The
+// AVX2 Q6_K decode pairs take it on AMD only too; the AVX-512 k-quant tiles keep it.
+// The figures, per CPU: docs/performance.md, "Kernel history".
 template <typename V, size_t M>
 inline void through_l1(V (&w)[M]) {
   asm volatile("" : : "m"(w) : "memory");

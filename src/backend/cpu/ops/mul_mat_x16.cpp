@@ -120,9 +120,8 @@ bool mul_mat_x16_prepare(Tensor* node, const KernelParams& p) {
 // columns are. When all columns fit in one chunk (generation, small batches) the groups
 // are handed out through a WorkQueue: each thread streams its own share of the matrix in
 // order, in ranges that shrink towards the share's end, and one that finishes early takes
-// over the back half of what another has left instead of waiting for it. (With 8 fixed
-// runs per thread, the two threads of a Q8_0 TinyLlama token finished each matrix 8-77 µs
-// apart, 4% of its time; now 4-8 µs, docs/performance.md.) dst is dense: column c (a src1
+// over the back half of what another has left instead of waiting for it (against fixed
+// runs per thread: docs/performance.md, "Kernel history"). dst is dense: column c (a src1
 // row, all planes flattened) is dst + c * ne0. Every output is computed by one tile with a fixed order
 // of operations, so the split never changes the results.
 void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {

@@ -1,9 +1,9 @@
 // AVX2 attention tiles (attn_kernels.h): tile reads F32 keys and values, tile_f16 an F16
 // cache directly (for KV heads whose rows fit one tile); both are rows_tile below, which
 // scores 8 cells of all the tile's rows at once from transposed keys and shares each
-// value vector between up to 8 rows. (tile used to do one query row at a time, a dot
-// product and a horizontal sum per score, each row reading the whole head: pp512 at the
-// AVX2 level spent 6-8% of its time there; docs/performance.md, session 12.)
+// value vector between up to 8 rows, rather than a dot product and a horizontal sum per
+// score with each row reading the whole head (measured: docs/performance.md,
+// "Kernel history").
 // Compiled with per-file target flags, reached only through attn_dispatch.cpp.
 #include <algorithm>
 #include <cmath>
@@ -12,10 +12,14 @@
 
 #include "backend/cpu/attn_kernels.h"
 #include "backend/cpu/kernels/x86_avx2/exp.h"
+#include "backend/cpu/kernels/x86_common.h"
 #include "backend/cpu/kernels/x86_tile_loops.h"
 
 namespace tessera::cpu::avx2 {
 namespace {
+
+using x86::hmax;
+using x86::hsum;
 
 constexpr int64_t kW = 8;  // floats per register
 
@@ -23,20 +27,6 @@ constexpr int64_t kW = 8;  // floats per register
 inline __m256i lanes(int64_t left) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::min<int64_t>(left, kW))), idx);
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
 }
 
 // Softmax of s[0, n) in place given its maximum; returns 1 / sum.

@@ -55,9 +55,7 @@ namespace {
 // of a block, chunk or quarter) plus, per column, a float accumulator and an int16 /
 // int32 partial sum. That is more than 16 registers from 4 columns on, but the compiler's
 // spills (accumulators kept in L1 between blocks) cost less than unpacking the weights
-// for fewer columns: GMAC/s at 64 columns, one core (Zen 4, loaded machine), for tiles of
-// 3 / 4 / 6 / 8 columns: Q4_0 90 / 94 / 97 / 100, Q8_0 55 / 57 / 60 / 62, Q4_K 73 / 78 /
-// 73 / 76, Q6_K 49 / 61 / 73 / 80.
+// for fewer columns (tile widths measured: docs/performance.md, "Kernel history").
 using x86::for_each_tile;
 using x86::prefetch_stream;
 using x86::through_l1;
@@ -130,8 +128,7 @@ inline __m256i block_sum_q4_0(const __m256i (&w)[8], const BlockQ8X& a) {
 //
 // The block is walked word by word, each word against every column: the word's |q| and
 // sign are two registers, next to the N int32 sums (all 8 words' |q| and signs at once
-// fill the 16 registers, and the compiler then spills around every column). One core,
-// 64 columns in cache: 59 -> 62 GMAC/s; one column: 45 -> 50.
+// fill the 16 registers, and the compiler then spills around every column).
 template <int N>
 inline void block_sums_q8_0(const uint8_t* q, const BlockQ8X* const (&cols)[N], int64_t b, __m256i (&s)[N]) {
 #ifdef __AVXVNNI__
@@ -211,11 +208,10 @@ void tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, int h0, con
 }
 
 // Decode (one column): the block's lines in order, both halves of each at once, with
-// the prefetch one line per line read (x86::LineCursor). The tile above reads a block
-// half by half (each line twice, 32 bytes at a time), with its prefetch at the block's
-// start; streamed, one core, GB/s: Q8_0 16.0-17.2 -> 19.4-20.1, Q4_0 16.1-18.1 ->
-// 19.6-20.4 (docs/performance.md, session 14). The integer sums are exact, so they match
-// the tile's in any order.
+// the prefetch one line per line read (x86::LineCursor): it streams faster than the tile
+// above, which reads a block half by half (each line twice, 32 bytes at a time) with its
+// prefetch at the block's start (docs/performance.md, "Kernel history"). The integer
+// sums are exact, so they match the tile's in any order.
 template <bool kQ4>
 void decode_tile(const uint8_t* quants, const uint16_t* scales, int64_t nb, const BlockQ8X* col, float* dst) {
   constexpr int kBlockBytes = kQ4 ? 256 : 512;
@@ -367,14 +363,13 @@ inline __m256i scaled(__m256i sum, __m256i sc) {
 }
 
 // Chunk i (64 elements at q) of one half against one column, word by word (nothing held
-// across words; the 16 unpacked registers of a chunk through L1 were slower: one core,
-// Xeon, in cache 20 -> 25 GB/s, streamed 9.0 -> 9.8; Q4_K_M tg64, 2 threads, 28.2 -> 30.4
-// t/s): isum + the chunk's two scaled sub-block dots.
+// across words; the 16 unpacked registers of a chunk through L1 are slower): isum + the
+// chunk's two scaled sub-block dots.
 inline __m256i q4_K_chunk(const uint8_t* words, const int8_t* q, const Q4KScales& s, int i, __m256i isum) {
   const __m256i low = _mm256_set1_epi8(0x0F);
   // The compiler would otherwise share the broadcasts between the halves and groups that
   // meet the same activations, keeping 16 registers of them live across chunks, most
-  // spilled to the stack (in cache 33 -> 25 GB/s); broadcast from memory, they are loads.
+  // spilled to the stack; broadcast from memory, they are loads.
   asm volatile("" : "+r"(q));
   __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
   for (int w = 0; w < 8; ++w) {
@@ -465,13 +460,11 @@ void tile_q4_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
 
 // Decode in pairs: one column against G = 2 groups at once, chunk by chunk
 // (512 bytes of each group in turn). Reading one stream, one core overlaps little of
-// these tiles' compute with its memory reads (docs/performance.md, "Session 11"); the
-// hardware prefetchers follow each group as a stream of its own, and two side by side
-// keep more lines in flight. One core of the Xeon, 256 MB in runs of 8 groups, GB/s:
-// 11.6-12.2 -> 14.0-14.3 (in cache 32.4-33.1 -> 31.1-31.8; three groups 11.5, four 14.0,
-// pairs without the software prefetch 11.7). Q4_0 and Q8_0 gained nothing that way
-// (14.5 -> 13.1-14.2) and stay one group at a time. Each output's operations and their
-// order are those of tile_q4_K.
+// these tiles' compute with its memory reads; the hardware prefetchers follow each group
+// as a stream of its own, and two side by side keep more lines in flight. Q4_0 and Q8_0
+// gain nothing that way and stay one group at a time (both measured:
+// docs/performance.md, "Kernel history").
+// Each output's operations and their order are those of tile_q4_K.
 template <int G>
 void decode_q4_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
   __m256 acc[G][2];
@@ -651,8 +644,7 @@ void tile_q6_K(const uint8_t* quants, const uint8_t* meta, int64_t nb, int h0, c
 // Decode in pairs, as decode_q4_K_groups: quarter by quarter, both halves of each group
 // in turn. Each output's operations and their order are those of tile_q6_K. The L1
 // round trip of the assembled quants (x86::decode_through_l1) only where the CPU is
-// AMD's: on the Xeon the pairs run faster without it (one core, in cache 16 -> 18.5
-// GB/s, streamed 12.3-12.7 -> 12.8-13.3).
+// AMD's: on the Intel Xeon measured the pairs run faster without it.
 template <int G, bool kL1>
 void decode_q6_K_groups(const uint8_t* w, size_t group_bytes, int64_t nb, const BlockQ8KX* a, float* dst) {
   __m256 acc[G][2];
@@ -739,10 +731,9 @@ void gemm_q6_K(const void* w, int64_t n_groups, int64_t nb, const void* act, siz
 // K-blocks, stored and reloaded exactly, so each output is still the contract's two
 // chains in element order. The first column block of a group reads its weights from
 // memory, one 8 KiB K-block at a time: left to the conversion loop, each K-block's 128
-// lines came in one burst the core waited for (24-column chunks, streamed: 36 GMAC/s
-// against 50 in cache). So the tiles of one K-block prefetch the next one into L2, each
-// a few lines in its first element pairs, spread over the column block (streamed: 43-46).
-// Measured in docs/performance.md (AVX2, F16 pp512).
+// lines come in one burst the core waits for. So the tiles of one K-block prefetch the
+// next one into L2, each a few lines in its first element pairs, spread over the column
+// block (measured: docs/performance.md, "Kernel history").
 constexpr int kF16Block = 256;      // elements per K-block (even: the chains keep their parity)
 constexpr int kF16Cols = 3;         // columns per prompt tile: 12 accumulators, 2 weights, 1 broadcast
 constexpr int kF16ColBlock = 120;   // columns per column block (their chains: 15 KiB)

@@ -3,6 +3,7 @@
 // and uses no inline library functions, so no AVX2 code can leak into a shared
 // (COMDAT) symbol that the rest of the program would call.
 #include "backend/cpu/kernels/x86_avx2/exp.h"
+#include "backend/cpu/kernels/x86_common.h"
 #include "backend/cpu/vec.h"
 
 #include <immintrin.h>
@@ -12,19 +13,14 @@
 namespace tessera::cpu::avx2 {
 namespace {
 
+using x86::hsum;
+
 constexpr int64_t kW = 8;  // floats per register
 
 // Lanes [0, left) set, for maskload/maskstore (left in [0, 8]).
 inline __m256i tail_mask(int64_t left) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(left)),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 // Up to 8 halves, zero-padded (no 16-bit masked loads in AVX2).

@@ -20,11 +20,21 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/kernels/x86_common.h"
 #include "backend/cpu/quant_kernels.h"
 #include "quant/blocks.h"
 
 namespace tessera::cpu::avx512 {
 namespace {
+
+using x86::fp16;
+using x86::halves;
+using x86::hsum;
+using x86::k4_scales_mins;
+using x86::load128;
+using x86::load256;
+using x86::q3_scales;
+using x86::to_fp16;
 
 using quant::BlockQ2_K;
 using quant::BlockQ3_K;
@@ -42,35 +52,15 @@ using quant::QK_K;
 
 // ---- helpers --------------------------------------------------------------------------
 
-inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
-// _cvtss_sh spelled out: clang's macro uses a compound literal, which -Wpedantic flags.
-inline uint16_t to_fp16(float f) {
-  return uint16_t(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
-}
-
-inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
 
-inline float hsum256(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 inline float hsum512(__m512 v) {
-  return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+  return hsum(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
 // Two 256-bit halves as one register.
 inline __m512i join(__m256i lo, __m256i hi) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-// Four fp16 values as one 64-bit word, a in the low bits.
-inline uint64_t halves(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
-  return uint64_t(a) | uint64_t(b) << 16 | uint64_t(c) << 32 | uint64_t(d) << 48;
 }
 
 // Lane j of a 128-bit vector in the low 8 lanes of a 512-bit one, lane j + 1 in the
@@ -126,30 +116,6 @@ inline __m512i dot_u8(__m512i x, __m512i y) {
 // The same for x - c with x unsigned (c a byte constant): sum(x y) - c sum(y).
 inline __m512i dot_u8_minus(__m512i x, __m512i y, char c) {
   return _mm512_sub_epi32(dot_u8(x, y), dot_u8(_mm512_set1_epi8(c), y));
-}
-
-// The 8 6-bit scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K/Q5_K block.
-inline __m128i k4_scales_mins(const uint8_t* packed) {
-  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
-  uint32_t u[3];
-  std::memcpy(u, packed, 12);
-  const uint32_t sc03 = u[0] & kLow6;
-  const uint32_t sc47 = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
-  const uint32_t m03 = u[1] & kLow6;
-  const uint32_t m47 = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
-  return _mm_set_epi32(int(m47), int(m03), int(sc47), int(sc03));
-}
-
-// The 16 signed 6-bit scales (sc - 32) of a Q3_K block, as bytes.
-inline __m128i q3_scales(const uint8_t* packed) {
-  constexpr uint32_t kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
-  uint32_t u[3];
-  std::memcpy(u, packed, 12);
-  const __m128i s = _mm_set_epi32(int(((u[1] >> 4) & kLow4) | (((u[2] >> 6) & kLow2) << 4)),
-                                  int(((u[0] >> 4) & kLow4) | (((u[2] >> 4) & kLow2) << 4)),
-                                  int((u[1] & kLow4) | (((u[2] >> 2) & kLow2) << 4)),
-                                  int((u[0] & kLow4) | ((u[2] & kLow2) << 4)));
-  return _mm_sub_epi8(s, _mm_set1_epi8(32));
 }
 
 // Lane selectors for _mm512_permutexvar_epi32 over a register of scales, one per lane:
@@ -312,7 +278,7 @@ float dot_q2_K_q8_K(int64_t n, const void* vx, const void* vy) {
     acc_m =
         _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16(x[i].dmin)), _mm256_cvtepi32_ps(msum), acc_m);
   }
-  return hsum512(acc) - hsum256(acc_m);
+  return hsum512(acc) - hsum(acc_m);
 }
 
 // Q3_K x Q8_K: d dy sum_j s_j ((q_j - 4) . y_j) = d dy (sum_j s_j (q_j . y_j) -
@@ -384,7 +350,7 @@ float dot_q4_K_q8_K(int64_t n, const void* vx, const void* vy) {
     acc_m = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16(x[i].dmin)), _mm256_cvtepi32_ps(kb.msum),
                             acc_m);
   }
-  return hsum512(acc) - hsum256(acc_m);
+  return hsum512(acc) - hsum(acc_m);
 }
 
 // Q5_K x Q8_K: as Q4_K with q = nibble + 16 where the fifth bit is set.
@@ -411,7 +377,7 @@ float dot_q5_K_q8_K(int64_t n, const void* vx, const void* vy) {
     acc_m = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * fp16(x[i].dmin)), _mm256_cvtepi32_ps(kb.msum),
                             acc_m);
   }
-  return hsum512(acc) - hsum256(acc_m);
+  return hsum512(acc) - hsum(acc_m);
 }
 
 // Q6_K x Q8_K: d dy (sum_j sc_j (q_j . y_j) - 32 sum_j sc_j bsum_j), q in 0..63.
