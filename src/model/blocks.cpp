@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/ops.h"
+#include "model/variant_check.h"
 
 namespace tessera {
 
@@ -112,6 +113,7 @@ Tensor* concat_all(Graph& g, std::vector<Tensor*> parts, int dim) {
 }  // namespace
 
 Tensor* input_embeddings(Graph& g, const ModelWeights& w, const BatchInputs& in) {
+  TESSERA_CHECK_MSG(is_decided(w.variant), "a model's block variant is decided when its weights are made");
   Tensor* x = ops::get_rows(g, w.token_embd, in.tokens);  // [n_embd, n_tokens]
   if (w.variant.learned_positions()) x = ops::add(g, x, ops::get_rows(g, loaded(w.position_embd), in.positions));
   return x;

@@ -59,7 +59,8 @@ Tensor* rms_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 Tensor* layer_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 
 /// The token embeddings of the batch [n_embd, n_tokens], plus the learned position
-/// embeddings at the tokens' positions when the variant's positions are learned.
+/// embeddings at the tokens' positions when the variant's positions are learned. Every
+/// build starts here: it CHECKs that w.variant is decided.
 Tensor* input_embeddings(Graph& g, const ModelWeights& w, const BatchInputs& in);
 
 /// A layer's query, key and value projections.

@@ -23,7 +23,7 @@
 namespace tessera {
 namespace {
 
-TEST(ArchVariant, EveryArchitectureDeclaresAVariantItsListAgreesWith) {
+TEST(ArchsVariant, EveryArchitectureDeclaresAVariantItsListAgreesWith) {
   ASSERT_EQ(registered_archs().size(), 13u);
   for (const Arch* a : registered_archs()) {
     SCOPED_TRACE(std::string(a->name));
@@ -34,7 +34,7 @@ TEST(ArchVariant, EveryArchitectureDeclaresAVariantItsListAgreesWith) {
   }
 }
 
-TEST(ArchVariant, TheChecksRefuseWhatTheBlocksCannotBuild) {
+TEST(ArchsVariant, TheChecksRefuseWhatTheBlocksCannotBuild) {
   constexpr BlockVariant kGated{.ffn = FfnKind::Gated, .up_bias = Presence::Either};
   EXPECT_NE(variant_error(kGated), nullptr);
   constexpr BlockVariant kNoFfnNorm{.ffn_norm = false, .residual = Residual::Sequential};
@@ -94,7 +94,7 @@ void add_vector(gguf::Writer& w, Kept& kept, const std::string& name, int64_t n,
   w.add_tensor_ref(name, DType::F32, {n, 1, 1, 1}, 1, data.data(), data.size() * sizeof(float));
 }
 
-class ArchVariantFiles : public ::testing::Test {
+class ArchsVariantFiles : public ::testing::Test {
  protected:
   /// The reference model `stem`.gguf, or skip.
   const gguf::File* open(const std::string& stem) {
@@ -123,7 +123,7 @@ class ArchVariantFiles : public ::testing::Test {
   const gguf::File* var = open(stem);                                                 \
   if (var == nullptr) GTEST_SKIP() << "shared file absent: archs/models/" stem ".gguf"
 
-TEST_F(ArchVariantFiles, AGatedModelWithAStrayUpBiasIsRefusedNamingIt) {
+TEST_F(ArchsVariantFiles, AGatedModelWithAStrayUpBiasIsRefusedNamingIt) {
   OPEN_OR_SKIP(f, "qwen2");
   const int64_t n_ff = dim("blk.0.ffn_up.weight", 1);
   const std::string path = rewrite(*f, "qwen2_up_bias", {}, [&](gguf::Writer& w) {
@@ -134,7 +134,7 @@ TEST_F(ArchVariantFiles, AGatedModelWithAStrayUpBiasIsRefusedNamingIt) {
   EXPECT_NE(v.status().message().find("'blk.0.ffn_up.bias'"), std::string::npos) << v.status().message();
 }
 
-TEST_F(ArchVariantFiles, TiedAndUntiedOutputsAndRopeFreqsLoadAsTheFileChose) {
+TEST_F(ArchsVariantFiles, TiedAndUntiedOutputsAndRopeFreqsLoadAsTheFileChose) {
   {
     OPEN_OR_SKIP(f, "qwen2");  // tied: no output.weight
     ASSERT_EQ(f->find_tensor("output.weight"), nullptr);
@@ -155,7 +155,7 @@ TEST_F(ArchVariantFiles, TiedAndUntiedOutputsAndRopeFreqsLoadAsTheFileChose) {
   EXPECT_EQ(bare->rope_freqs, Presence::No);
 }
 
-TEST_F(ArchVariantFiles, FalconWithASecondNormInEveryLayerLoadsAndInOneLayerIsRefused) {
+TEST_F(ArchsVariantFiles, FalconWithASecondNormInEveryLayerLoadsAndInOneLayerIsRefused) {
   OPEN_OR_SKIP(f, "falcon");
   const int64_t n_embd = dim("blk.0.attn_norm.weight", 0);
   const int64_t layers = n_layer();
@@ -184,7 +184,7 @@ TEST_F(ArchVariantFiles, FalconWithASecondNormInEveryLayerLoadsAndInOneLayerIsRe
       << mixed.status().message();
 }
 
-TEST_F(ArchVariantFiles, MptWithAndWithoutBiasesLoadsAndAStrayBiasIsRefused) {
+TEST_F(ArchsVariantFiles, MptWithAndWithoutBiasesLoadsAndAStrayBiasIsRefused) {
   OPEN_OR_SKIP(f, "mpt");
   const int64_t n_embd = dim("blk.0.attn_norm.weight", 0);
   const int64_t n_qkv = dim("blk.0.attn_qkv.weight", 1);
