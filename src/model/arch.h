@@ -1,4 +1,5 @@
-// What an architecture is to the engine: its tensor list and its graph builder.
+// What an architecture is to the engine: its block variant, its tensor list and its graph
+// builder.
 // Each architecture is one file in arch/ and one line in arch/registry.cpp.
 #pragma once
 
@@ -6,12 +7,16 @@
 #include <string_view>
 
 #include "model/blocks.h"
+#include "model/variant.h"
 #include "model/weights.h"
 
 namespace tessera {
 
 struct Arch {
   std::string_view name;                // general.architecture
+  /// What its blocks compute, with the alternatives its files may choose (variant.h). The
+  /// arch file static_asserts variant_error and weights_error (variant_check.h).
+  BlockVariant variant;
   std::span<const WeightSpec> weights;  // every tensor, declared once
   /// Builds the forward graph of one batch and returns its logits [n_vocab, n_outputs].
   Tensor* (*build)(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in);

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/ops.h"
+#include "model/variant_check.h"
 
 namespace tessera {
 
@@ -45,6 +46,17 @@ Tensor* layer_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps) {
 }
 
 namespace {
+
+/// t, a weight the decided variant has: the loader loaded it (an invariant).
+Tensor* loaded(Tensor* t) {
+  TESSERA_CHECK_MSG(t != nullptr, "a weight of the model's decided variant is not loaded");
+  return t;
+}
+
+/// t when the decided variant has `part`, else null.
+Tensor* if_has(const BlockVariant& v, Presence BlockVariant::*part, Tensor* t) {
+  return v.has(part) ? loaded(t) : nullptr;
+}
 
 /// Rows [r0, r0 + n_head * head_dim) of every column of m [rows, cols], as
 /// [head_dim, n_head, cols]: a view with m's column stride.
@@ -101,42 +113,50 @@ Tensor* concat_all(Graph& g, std::vector<Tensor*> parts, int dim) {
 }  // namespace
 
 Tensor* input_embeddings(Graph& g, const ModelWeights& w, const BatchInputs& in) {
+  TESSERA_CHECK_MSG(is_decided(w.variant), "a model's block variant is decided when its weights are made");
   Tensor* x = ops::get_rows(g, w.token_embd, in.tokens);  // [n_embd, n_tokens]
-  if (w.position_embd != nullptr) x = ops::add(g, x, ops::get_rows(g, w.position_embd, in.positions));
+  if (w.variant.learned_positions()) x = ops::add(g, x, ops::get_rows(g, loaded(w.position_embd), in.positions));
   return x;
 }
 
-QkvProjections qkv_projections(Graph& g, const HParams& h, const LayerWeights& l, Tensor* x) {
+QkvProjections qkv_projections(Graph& g, const HParams& h, const BlockVariant& v, const LayerWeights& l,
+                               Tensor* x) {
   const int64_t hd = h.head_dim;
   const int64_t n_tokens = x->ne[1];
+  TESSERA_CHECK_MSG(v.qkv != QkvLayout::FusedPerHead, "a per-head qkv layout needs the architecture's own split");
   auto clamped = [&](Tensor* t) { return h.clamp_kqv > 0 ? ops::clamp(g, t, -h.clamp_kqv, h.clamp_kqv) : t; };
   auto biased = [&](Tensor* t, Tensor* b) { return b ? ops::add(g, t, b) : t; };
-  if (l.wqkv != nullptr) {
+  const bool separate = v.qkv == QkvLayout::Separate;
+  Tensor* bq = separate ? if_has(v, &BlockVariant::qkv_bias, l.bq) : nullptr;
+  Tensor* bk = separate ? if_has(v, &BlockVariant::qkv_bias, l.bk) : nullptr;
+  Tensor* bv = separate ? if_has(v, &BlockVariant::qkv_bias, l.bv) : nullptr;
+  if (!separate || l.wqkv != nullptr) {  // in the file, or the parts joined at load
     const int64_t n_q = h.n_embd_q();
     const int64_t n_kv = h.n_embd_kv();
-    TESSERA_CHECK_MSG(l.wqkv->ne[1] == n_q + 2 * n_kv, "wqkv must hold the rows of wq, wk and wv");
-    const bool separate_biases = l.bq || l.bk || l.bv;  // of parts fused at load
-    Tensor* qkv = biased(project(g, l, l.wqkv, x), l.bqkv);  // [n_q + 2 n_kv, n_tokens]
+    TESSERA_CHECK_MSG(loaded(l.wqkv)->ne[1] == n_q + 2 * n_kv, "wqkv must hold the rows of wq, wk and wv");
+    const bool separate_biases = bq != nullptr;  // of parts fused at load
+    Tensor* bqkv = separate ? nullptr : if_has(v, &BlockVariant::qkv_bias, l.bqkv);
+    Tensor* qkv = biased(project(g, l, l.wqkv, x), bqkv);  // [n_q + 2 n_kv, n_tokens]
     if (!separate_biases) qkv = clamped(qkv);
     QkvProjections p{head_rows(g, qkv, 0, hd, h.n_head), head_rows(g, qkv, n_q, hd, h.n_head_kv),
                      head_rows(g, qkv, n_q + n_kv, hd, h.n_head_kv)};
     if (separate_biases) {  // each part: its bias, then the clamp
       auto part = [&](Tensor* t, Tensor* b, int64_t heads) {
-        return clamped(b ? ops::add(g, t, ops::reshape(g, b, {hd, heads, 1, 1})) : t);
+        return clamped(ops::add(g, t, ops::reshape(g, b, {hd, heads, 1, 1})));
       };
-      p = {part(p.q, l.bq, h.n_head), part(p.k, l.bk, h.n_head_kv), part(p.v, l.bv, h.n_head_kv)};
+      p = {part(p.q, bq, h.n_head), part(p.k, bk, h.n_head_kv), part(p.v, bv, h.n_head_kv)};
     }
     return p;
   }
-  return {ops::reshape(g, clamped(biased(project(g, l, l.wq, x), l.bq)), {hd, h.n_head, n_tokens, 1}),
-          ops::reshape(g, clamped(biased(project(g, l, l.wk, x), l.bk)), {hd, h.n_head_kv, n_tokens, 1}),
-          ops::reshape(g, clamped(biased(project(g, l, l.wv, x), l.bv)), {hd, h.n_head_kv, n_tokens, 1})};
+  return {ops::reshape(g, clamped(biased(project(g, l, loaded(l.wq), x), bq)), {hd, h.n_head, n_tokens, 1}),
+          ops::reshape(g, clamped(biased(project(g, l, loaded(l.wk), x), bk)), {hd, h.n_head_kv, n_tokens, 1}),
+          ops::reshape(g, clamped(biased(project(g, l, loaded(l.wv), x), bv)), {hd, h.n_head_kv, n_tokens, 1})};
 }
 
 Tensor* rope_block(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                    Tensor* t) {
   return ops::rope(g, t, in.positions, int(h.n_rot), h.rope_mode, h.rope_freq_base,
-                   h.rope_freq_scale, w.rope_freqs);
+                   h.rope_freq_scale, if_has(w.variant, &BlockVariant::rope_freqs, w.rope_freqs));
 }
 
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
@@ -162,9 +182,9 @@ Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const
   return ops::reshape(g, merged, {h.n_embd_q(), n_tokens, 1, 1});
 }
 
-Tensor* attn_output(Graph& g, const LayerWeights& l, Tensor* attn) {
+Tensor* attn_output(Graph& g, const BlockVariant& v, const LayerWeights& l, Tensor* attn) {
   Tensor* out = project(g, l, l.wo, attn);
-  return l.bo ? ops::add(g, out, l.bo) : out;
+  return v.has(&BlockVariant::out_bias) ? ops::add(g, out, loaded(l.bo)) : out;
 }
 
 namespace {
@@ -183,63 +203,67 @@ Tensor* activate(Graph& g, Tensor* t, Activation act) {
 
 }  // namespace
 
-Tensor* ffn_block(Graph& g, Tensor* x, const LayerWeights& l, Activation act) {
+Tensor* ffn_block(Graph& g, Tensor* x, const BlockVariant& v, const LayerWeights& l) {
   Tensor* hidden = nullptr;
-  if (l.ffn_gate_up != nullptr) {
-    const int64_t n_ff = l.ffn_gate_up->ne[1] / 2;
+  if (v.ffn == FfnKind::GatedFused || (v.ffn == FfnKind::Gated && l.ffn_gate_up != nullptr)) {
+    const int64_t n_ff = loaded(l.ffn_gate_up)->ne[1] / 2;
     TESSERA_CHECK_MSG(l.ffn_gate_up->ne[1] == 2 * n_ff && l.ffn_down->ne[0] == n_ff,
                       "ffn_gate_up must hold the rows of gate and up");
     Tensor* gu = project(g, l, l.ffn_gate_up, x);  // [2 n_ff, n_tokens]
     const Strides nb = gu->nb;
     Tensor* gx = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, 0);
     Tensor* ux = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, size_t(n_ff) * nb[0]);
-    hidden = ops::mul(g, activate(g, gx, act), ux);
-  } else if (l.ffn_gate != nullptr) {
-    hidden = ops::mul(g, activate(g, project(g, l, l.ffn_gate, x), act), project(g, l, l.ffn_up, x));
+    hidden = ops::mul(g, activate(g, gx, v.act), ux);
+  } else if (v.ffn == FfnKind::Gated) {
+    hidden = ops::mul(g, activate(g, project(g, l, loaded(l.ffn_gate), x), v.act), project(g, l, loaded(l.ffn_up), x));
   } else {
-    Tensor* up = project(g, l, l.ffn_up, x);
-    hidden = activate(g, l.ffn_up_b ? ops::add(g, up, l.ffn_up_b) : up, act);
+    Tensor* up = project(g, l, loaded(l.ffn_up), x);
+    hidden = activate(g, v.has(&BlockVariant::up_bias) ? ops::add(g, up, loaded(l.ffn_up_b)) : up, v.act);
   }
   Tensor* out = project(g, l, l.ffn_down, hidden);
-  return l.ffn_down_b ? ops::add(g, out, l.ffn_down_b) : out;
+  return v.has(&BlockVariant::down_bias) ? ops::add(g, out, loaded(l.ffn_down_b)) : out;
 }
 
-Tensor* norm_block(Graph& g, const HParams& h, NormKind kind, Tensor* x, Tensor* w, Tensor* b) {
-  return kind == NormKind::Rms ? rms_norm_block(g, x, w, b, h.rms_eps) : layer_norm_block(g, x, w, b, h.norm_eps);
+Tensor* norm_block(Graph& g, const HParams& h, const BlockVariant& v, Tensor* x, Tensor* w, Tensor* b) {
+  Tensor* bias = if_has(v, &BlockVariant::norm_bias, b);
+  return v.norm == NormKind::Rms ? rms_norm_block(g, x, w, bias, h.rms_eps) : layer_norm_block(g, x, w, bias, h.norm_eps);
 }
 
 Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
-                      int64_t il, Tensor* x, NormKind norm, Activation act) {
+                      int64_t il, Tensor* x) {
+  const BlockVariant& v = w.variant;
+  TESSERA_CHECK_MSG(v.ffn_norm && !v.qk_norm && v.second_norm == Presence::No,
+                    "decoder_layer builds pre-norm layers with an ffn_norm and no q/k norms");
   const LayerWeights& l = w.layers[size_t(il)];
-  const bool rope = h.positions == PositionKind::Rope;
-  Tensor* cur = norm_block(g, h, norm, x, l.attn_norm, l.attn_norm_b);
-  const QkvProjections p = qkv_projections(g, h, l, cur);  // one mul_mat when l.wqkv is set
+  const bool rope = v.rope();
+  Tensor* cur = norm_block(g, h, v, x, l.attn_norm, l.attn_norm_b);
+  const QkvProjections p = qkv_projections(g, h, v, l, cur);  // one mul_mat when fused
   cur = attention_block(g, h, in, in.kv[size_t(il)], rope ? rope_block(g, h, w, in, p.q) : p.q,
                         rope ? rope_block(g, h, w, in, p.k) : p.k, p.v);
-  Tensor* attn = attn_output(g, l, cur);
-  if (h.parallel_residual) {
-    cur = norm_block(g, h, norm, x, l.ffn_norm, l.ffn_norm_b);
-    return ops::add(g, x, ops::add(g, attn, ffn_block(g, cur, l, act)));
+  Tensor* attn = attn_output(g, v, l, cur);
+  if (v.parallel()) {
+    cur = norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b);
+    return ops::add(g, x, ops::add(g, attn, ffn_block(g, cur, v, l)));
   }
   x = ops::add(g, x, attn);
-  cur = norm_block(g, h, norm, x, l.ffn_norm, l.ffn_norm_b);
-  return ops::add(g, x, ffn_block(g, cur, l, act));
+  cur = norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b);
+  return ops::add(g, x, ffn_block(g, cur, v, l));
 }
 
 Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
-                      Tensor* x, NormKind norm) {
+                      Tensor* x) {
   x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
-  return logits_block(g, w, norm_block(g, h, norm, x, w.output_norm, w.output_norm_b));
+  return logits_block(g, w, norm_block(g, h, w.variant, x, w.output_norm, w.output_norm_b));
 }
 
 Tensor* decoder_stack(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
-                      Tensor* x, NormKind norm, Activation act) {
-  for (int64_t il = 0; il < h.n_layer; ++il) x = decoder_layer(g, h, w, in, il, x, norm, act);
-  return output_logits(g, h, w, in, x, norm);
+                      Tensor* x) {
+  for (int64_t il = 0; il < h.n_layer; ++il) x = decoder_layer(g, h, w, in, il, x);
+  return output_logits(g, h, w, in, x);
 }
 
 Tensor* logits_block(Graph& g, const ModelWeights& w, Tensor* x) {
-  return ops::mul_mat(g, w.output ? w.output : w.token_embd, x);
+  return ops::mul_mat(g, w.variant.has(&BlockVariant::output) ? loaded(w.output) : w.token_embd, x);
 }
 
 }  // namespace tessera

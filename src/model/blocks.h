@@ -1,5 +1,7 @@
 // The building blocks shared by the architectures: normalisation, attention over the
-// KV cache, feed-forward networks, and the inputs every forward graph reads.
+// KV cache, feed-forward networks, and the inputs every forward graph reads. The blocks
+// follow the model's decided variant (ModelWeights::variant): which biases, norms and
+// projections a layer has is read there, and a weight it names must be loaded (CHECK).
 #pragma once
 
 #include <vector>
@@ -57,7 +59,8 @@ Tensor* rms_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 Tensor* layer_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 
 /// The token embeddings of the batch [n_embd, n_tokens], plus the learned position
-/// embeddings at the tokens' positions when the model has them (w.position_embd).
+/// embeddings at the tokens' positions when the variant's positions are learned. Every
+/// build starts here: it CHECKs that w.variant is decided.
 Tensor* input_embeddings(Graph& g, const ModelWeights& w, const BatchInputs& in);
 
 /// A layer's query, key and value projections.
@@ -68,14 +71,17 @@ struct QkvProjections {
 };
 
 /// wq x, wk x, wv x for x [n_embd, n_tokens], split into heads, with their biases (bq,
-/// bk, bv or a fused bqkv) when the layer has them, clamped to +-h.clamp_kqv when set.
-/// With l.wqkv (in the file, or fused at load), one mul_mat [n_embd_q + 2 n_embd_kv,
+/// bk, bv or a fused bqkv) when v.qkv_bias says so, clamped to +-h.clamp_kqv when set.
+/// A fused layout (v.qkv Fused), or separate parts that fuse_weights.h joined at load
+/// (l.wqkv set: the same product, one matrix), is one mul_mat [n_embd_q + 2 n_embd_kv,
 /// n_tokens] whose rows q, k and v are strided views (each token's heads dense, tokens
 /// one fused row apart); else three mul_mats, reshaped.
-QkvProjections qkv_projections(Graph& g, const HParams& h, const LayerWeights& l, Tensor* x);
+QkvProjections qkv_projections(Graph& g, const HParams& h, const BlockVariant& v, const LayerWeights& l,
+                               Tensor* x);
 
 /// RoPE of t [head_dim, n_heads, n_tokens] at the batch's positions, as the model
-/// rotates: h.n_rot dims, h.rope_mode, base and scale, w.rope_freqs when present.
+/// rotates: h.n_rot dims, h.rope_mode, base and scale, w.rope_freqs when the variant has
+/// them.
 Tensor* rope_block(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                    Tensor* t);
 
@@ -89,48 +95,39 @@ Tensor* rope_block(Graph& g, const HParams& h, const ModelWeights& w, const Batc
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
                         Tensor* q, Tensor* k, Tensor* v);
 
-/// wo attn (+ bo).
-Tensor* attn_output(Graph& g, const LayerWeights& l, Tensor* attn);
+/// wo attn (+ bo when v.out_bias says so).
+Tensor* attn_output(Graph& g, const BlockVariant& v, const LayerWeights& l, Tensor* attn);
 
-/// The feed-forward activations.
-enum class Activation {
-  Silu,     // SwiGLU when gated
-  Gelu,     // tanh GELU; GeGLU when gated
-  ReluSqr,  // max(x, 0)^2
-};
+/// The feed-forward network of a layer, as v.ffn says. Gated: down(act(gate x) * up x),
+/// with one product for gate and up when the file has them in one matrix (GatedFused) or
+/// fuse_weights.h joined them at load (l.ffn_gate_up). Plain: down(act(up x + b_up)), the
+/// bias when v.up_bias says so. Then + b_down when v.down_bias says so.
+Tensor* ffn_block(Graph& g, Tensor* x, const BlockVariant& v, const LayerWeights& l);
 
-/// The feed-forward network of a layer. Gated (l.ffn_gate, or a fused l.ffn_gate_up whose
-/// halves are gate x and up x): down(act(gate x) * up x). Else down(act(up x + b_up)).
-/// Then + b_down when the layer has it.
-Tensor* ffn_block(Graph& g, Tensor* x, const LayerWeights& l, Activation act);
-
-/// A layer's normalisation: RMSNorm (eps HParams::rms_eps) or LayerNorm (norm_eps).
-enum class NormKind { Rms, Layer };
-
-/// norm(x) * w (+ b when given), of `kind`, with the model's epsilon for it.
-Tensor* norm_block(Graph& g, const HParams& h, NormKind kind, Tensor* x, Tensor* w, Tensor* b);
+/// norm(x) * w (+ b when v.norm_bias says so), of v.norm, with the model's epsilon for it.
+Tensor* norm_block(Graph& g, const HParams& h, const BlockVariant& v, Tensor* x, Tensor* w, Tensor* b);
 
 /// Layer `il` in the shape most architectures share, on the residual stream x: the
-/// attention reads norm(x) (attn_norm, attn_norm_b), with q and k rotated when
-/// h.positions is Rope; the feed-forward reads norm(.) (ffn_norm, ffn_norm_b).
-/// Sequential (x += attn, then x += ffn of the new x), or with h.parallel_residual both
-/// read the layer's input: x + attn(norm1 x) + ffn(norm2 x).
+/// attention reads norm(x) (attn_norm), with q and k rotated when the positions are
+/// RoPE; the feed-forward reads norm(.) (ffn_norm). Sequential (x += attn, then x += ffn
+/// of the new x), or with a parallel residual both read the layer's input:
+/// x + attn(norm1 x) + ffn(norm2 x). All as w.variant says.
 Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
-                      int64_t il, Tensor* x, NormKind norm, Activation act);
+                      int64_t il, Tensor* x);
 
 /// The end of a build: the rows of the output tokens, the output norm (output_norm,
 /// output_norm_b), and their logits (logits_block).
 Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
-                      Tensor* x, NormKind norm);
+                      Tensor* x);
 
 /// Every layer as decoder_layer, on the input embeddings x, then output_logits: the whole
 /// build of most architectures.
 Tensor* decoder_stack(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
-                      Tensor* x, NormKind norm, Activation act);
+                      Tensor* x);
 
 /// The logits [n_vocab, n_outputs] of the final hidden states x [n_embd, n_outputs]:
-/// output x, or token_embd x when the output is tied. (The runtime reads the hidden
-/// states as this mul_mat's second source.)
+/// output x, or token_embd x when the variant ties the output. (The runtime reads the
+/// hidden states as this mul_mat's second source.)
 Tensor* logits_block(Graph& g, const ModelWeights& w, Tensor* x);
 
 }  // namespace tessera

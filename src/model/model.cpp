@@ -135,7 +135,7 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
   if (impl->arch->configure != nullptr) {
     TESSERA_RETURN_IF_ERROR(impl->arch->configure(*impl->file, impl->hparams).with_context(path));
   }
-  Result<ModelWeights> w = load_weights(*impl->file, impl->arch->weights, impl->hparams, impl->arena);
+  Result<ModelWeights> w = load_weights(*impl->file, *impl->arch, impl->hparams, impl->arena);
   if (!w) return w.status().with_context(path);
   impl->weights = std::move(*w);
   TESSERA_RETURN_IF_ERROR(attach_adapters(params.adapters, *impl->arch, impl->hparams, impl->weights,
@@ -191,7 +191,7 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
     info.weight_bytes += t.nbytes;
   }
   const Tensor* embd = impl->weights.token_embd;
-  const bool tied = impl->weights.output == nullptr;
+  const bool tied = impl->weights.variant.output == Presence::No;
   for (const AdapterSpec& a : params.adapters) {
     info.adapters.push_back(a.path);
     info.adapter_scales.push_back(a.scale);

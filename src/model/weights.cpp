@@ -2,6 +2,8 @@
 
 #include <unordered_set>
 
+#include "model/arch.h"
+#include "model/variant_check.h"
 #include "quant/convert.h"
 
 namespace tessera {
@@ -80,17 +82,28 @@ void for_each_weight(std::span<const WeightSpec> specs, const HParams& h,
   }
 }
 
-Result<ModelWeights> load_weights(const gguf::File& file, std::span<const WeightSpec> specs,
-                                  const HParams& h, TensorArena& arena) {
+Result<ModelWeights> load_weights(const gguf::File& file, const Arch& arch, const HParams& h,
+                                  TensorArena& arena) {
   ModelWeights w;
+  Result<BlockVariant> variant =
+      decide_variant(arch, h, [&](const std::string& name) { return file.find_tensor(name) != nullptr; });
+  if (!variant) return variant.status();
+  w.variant = *variant;
   w.layers.resize(size_t(h.n_layer));
   std::unordered_set<std::string> used;
   Status status;
-  for_each_weight(specs, h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
+  for_each_weight(arch.weights, h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
     if (!status.is_ok()) return;
     const gguf::TensorInfo* info = file.find_tensor(name);
+    if (presence_of(w.variant, spec) != Presence::Yes) {
+      if (info != nullptr) {
+        status = Status::error("model: tensor '" + name + "' is not used by the " + h.arch +
+                               " variant this file chose (decided from its global and layer-0 tensors)");
+      }
+      return;
+    }
     if (info == nullptr) {
-      if (spec.required) status = Status::error("model: required tensor '" + name + "' is missing");
+      status = Status::error("model: required tensor '" + name + "' is missing");
       return;
     }
     status = check_tensor(*info, spec.shape(h));

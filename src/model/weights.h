@@ -2,7 +2,9 @@
 //
 // An architecture lists its tensors once (name, where it goes, shape in terms of the
 // hyper-parameters, required or optional); one visitor over that list loads, checks
-// shapes and types, and prints. Fields an architecture does not use stay null.
+// shapes and types, and prints. Which tensors a file has is its block variant
+// (variant.h), decided once at load and kept in ModelWeights::variant: the blocks follow
+// it, and the fields it does not use stay null.
 #pragma once
 
 #include <functional>
@@ -12,6 +14,7 @@
 
 #include "core/graph.h"
 #include "model/hparams.h"
+#include "model/variant.h"
 #include "tessera/gguf.h"
 
 namespace tessera {
@@ -79,6 +82,8 @@ struct ModelWeights {
   Tensor* output_norm_b = nullptr;     // [n_embd]
   Tensor* output = nullptr;            // [n_embd, n_vocab]; null when tied to token_embd
   std::vector<LayerWeights> layers;
+  /// The block variant this model's file chose (no Either left): what the blocks build.
+  BlockVariant variant;
 };
 
 /// Calls fn on every tensor of a layer (fused projections and adapter tensors too),
@@ -115,9 +120,13 @@ std::string weight_name(const WeightSpec& spec, int64_t il);
 void for_each_weight(std::span<const WeightSpec> specs, const HParams& h,
                      const std::function<void(const WeightSpec&, const std::string&, int64_t)>& fn);
 
-/// Creates a tensor in `arena` for each declared weight found in `file`, pointing at the
-/// file's data; checks every shape against the list and rejects unknown extra tensors.
-Result<ModelWeights> load_weights(const gguf::File& file, std::span<const WeightSpec> specs,
-                                  const HParams& h, TensorArena& arena);
+struct Arch;
+
+/// Decides the block variant `file` chose (decide_variant), then creates a tensor in
+/// `arena` for each tensor of that variant, pointing at the file's data. Checks every
+/// shape against the list; refuses a missing tensor, one the decided variant does not
+/// use, and one the architecture does not declare, each by name.
+Result<ModelWeights> load_weights(const gguf::File& file, const Arch& arch, const HParams& h,
+                                  TensorArena& arena);
 
 }  // namespace tessera

@@ -1,10 +1,12 @@
 #include "train/train_model.h"
 
 #include <cmath>
+#include <set>
 
 #include "core/check.h"
 #include "core/rng.h"
 #include "model/hparams.h"
+#include "model/variant_check.h"
 #include "quant/convert.h"
 
 namespace tessera::train {
@@ -26,17 +28,23 @@ Result<HParams> hparams_of(const gguf::Writer& keys, const Arch& arch) {
   return h;
 }
 
-// Creates the parameter tensors of m.arch's list (those present per `present`) and points
-// m.w's fields at them.
-void make_params(TrainModel& m, const std::function<bool(const WeightSpec&, const std::string&)>& present) {
+// Creates the parameter tensors of m.arch's list (those present per `present`), points
+// m.w's fields at them, and decides the block variant they make.
+Status make_params(TrainModel& m, const std::function<bool(const WeightSpec&, const std::string&)>& present) {
   m.w.layers.resize(size_t(m.h.n_layer));
+  std::set<std::string> made;
   for_each_weight(m.arch->weights, m.h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
     if (!present(spec, name)) return;
+    made.insert(name);
     Tensor* t = m.arena.new_tensor(DType::F32, spec.shape(m.h), name);
     t->flags |= kFlagWeight;
     (spec.model_field ? m.w.*spec.model_field : m.w.layers[size_t(il)].*spec.layer_field) = t;
     m.params.push_back(t);
   });
+  Result<BlockVariant> v = decide_variant(*m.arch, m.h, [&](const std::string& name) { return made.count(name) > 0; });
+  if (!v) return v.status();
+  m.w.variant = *v;
+  return Status::ok();
 }
 
 Status finish(TrainModel& m) {
@@ -99,9 +107,9 @@ Result<std::unique_ptr<TrainModel>> create_model(const ModelShape& s, const gguf
   Result<HParams> h = hparams_of(m->keys, *m->arch);
   if (!h) return h.status().with_context("train");
   m->h = *h;
-  make_params(*m, [&](const WeightSpec& spec, const std::string&) {
+  TESSERA_RETURN_IF_ERROR(make_params(*m, [&](const WeightSpec& spec, const std::string&) {
     return spec.required || (spec.model_field == &ModelWeights::output && !s.tied_output);
-  });
+  }).with_context("train"));
   TESSERA_RETURN_IF_ERROR(place_params(*m, backend));
   Rng rng(seed);
   const float residual = 0.02f / std::sqrt(2.0f * float(s.n_layer));
@@ -132,7 +140,7 @@ Result<std::unique_ptr<TrainModel>> load_model(const gguf::File& file, const std
     if (skip_prefix.empty() || !key.starts_with(skip_prefix)) m->keys.set(key, value);
   }
   Status missing;
-  make_params(*m, [&](const WeightSpec& spec, const std::string& name) {
+  const Status made = make_params(*m, [&](const WeightSpec& spec, const std::string& name) {
     const bool found = file.find_tensor(name) != nullptr;
     if (!found && spec.required && missing.is_ok()) {
       missing = Status::error(file.path() + ": tensor '" + name + "' is missing");
@@ -140,6 +148,7 @@ Result<std::unique_ptr<TrainModel>> load_model(const gguf::File& file, const std
     return found;
   });
   TESSERA_RETURN_IF_ERROR(missing);
+  TESSERA_RETURN_IF_ERROR(made.with_context(file.path()));
   TESSERA_RETURN_IF_ERROR(place_params(*m, backend));
   for (Tensor* p : m->params) {
     const gguf::TensorInfo* info = file.find_tensor(p->name);

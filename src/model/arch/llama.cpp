@@ -2,6 +2,7 @@
 // positions, grouped-query attention, SwiGLU feed-forward. Llama 3.1+ files carry
 // rope_freqs.weight, per-pair divisors of the RoPE frequencies.
 #include "model/arch.h"
+#include "model/variant_check.h"
 #include "model/weight_lists.h"
 #include "model/weight_shapes.h"
 
@@ -18,13 +19,28 @@ constexpr auto kWeights = join_weights(std::array{
     global("rope_freqs.weight", &MW::rope_freqs, [](const HParams& h) { return Shape{h.n_rot / 2, 1, 1, 1}; }, false),
 }, kLlamaLayer);
 
+// What the blocks compute (variant.h); the tensor list above must agree with it.
+constexpr BlockVariant kVariant{
+    .norm = NormKind::Rms,
+    .qkv = QkvLayout::Separate,
+    .ffn = FfnKind::Gated,
+    .act = Activation::Silu,  // SwiGLU
+    .residual = Residual::Sequential,
+    .positions = kRopePositions,
+    .rope_mode = RopeMode::Normal,
+    .rope_freqs = Presence::Either,  // Llama 3.1+ files
+    .output = Presence::Either,      // absent: tied to token_embd
+};
+static_assert(variant_error(kVariant) == nullptr);
+static_assert(weights_error(kWeights, kVariant) == nullptr);
+
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
   Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
-  return decoder_stack(g, h, w, in, x, NormKind::Rms, Activation::Silu);
+  return decoder_stack(g, h, w, in, x);
 }
 
 }  // namespace
 
-extern const Arch kLlamaArch{"llama", kWeights, build, nullptr, {.rule_70b = true}};
+extern const Arch kLlamaArch{"llama", kVariant, kWeights, build, nullptr, {.rule_70b = true}};
 
 }  // namespace tessera

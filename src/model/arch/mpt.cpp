@@ -2,6 +2,7 @@
 // QKV projection (optionally clamped to +-attention.clamp_kqv) and a GELU feed-forward.
 // MPT-7B has no biases at all (its norms are weight-only) and ties the output to the embedding.
 #include "model/arch.h"
+#include "model/variant_check.h"
 #include "model/weight_shapes.h"
 
 namespace tessera {
@@ -32,6 +33,24 @@ constexpr WeightSpec kWeights[] = {
     per_layer("blk.{}.ffn_down.bias", &LW::ffn_down_b, shapes::embd, false),
 };
 
+// What the blocks compute (variant.h); the tensor list above must agree with it.
+constexpr BlockVariant kVariant{
+    .norm = NormKind::Layer,
+    .norm_bias = Presence::Either,  // configs with no_bias = false have the biases
+    .qkv = QkvLayout::Fused,
+    .qkv_bias = Presence::Either,
+    .out_bias = Presence::Either,
+    .ffn = FfnKind::Plain,
+    .act = Activation::Gelu,
+    .up_bias = Presence::Either,
+    .down_bias = Presence::Either,
+    .residual = Residual::Sequential,
+    .positions = kAlibiPositions,
+    .output = Presence::Either,  // absent: tied to token_embd (MPT-7B)
+};
+static_assert(variant_error(kVariant) == nullptr);
+static_assert(weights_error(kWeights, kVariant) == nullptr);
+
 Status configure(const gguf::File&, HParams& h) {
   // The bias comes from attention.max_alibi_bias (read with the other keys); without it the
   // reference adds no bias at all, and neither do we.
@@ -41,11 +60,11 @@ Status configure(const gguf::File&, HParams& h) {
 
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
   Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
-  return decoder_stack(g, h, w, in, x, NormKind::Layer, Activation::Gelu);
+  return decoder_stack(g, h, w, in, x);
 }
 
 }  // namespace
 
-extern const Arch kMptArch{"mpt", kWeights, build, configure};
+extern const Arch kMptArch{"mpt", kVariant, kWeights, build, configure};
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 
 #include "core/ops.h"
 #include "model/arch.h"
+#include "model/variant_check.h"
 #include "model/weight_lists.h"
 #include "model/weight_shapes.h"
 
@@ -29,9 +30,30 @@ constexpr auto kWeights = join_weights(std::array{
     per_layer("blk.{}.attn_k_norm.bias", &LW::attn_k_norm_b, head),
 }, kGptLayer);  // whose attn_qkv rows are per head here, [q | k | v] of head 0, then head 1, ...
 
+// What the blocks compute (variant.h); the tensor list above must agree with it.
+constexpr BlockVariant kVariant{
+    .norm = NormKind::Layer,
+    .norm_bias = Presence::Yes,
+    .qkv = QkvLayout::FusedPerHead,
+    .qkv_bias = Presence::Yes,
+    .qk_norm = true,
+    .out_bias = Presence::Yes,
+    .ffn = FfnKind::Plain,
+    .act = Activation::ReluSqr,
+    .up_bias = Presence::Yes,
+    .down_bias = Presence::Yes,
+    .residual = Residual::Sequential,
+    .positions = kRopePositions,
+    .rope_mode = RopeMode::NeoX,
+    .output = Presence::Yes,
+};
+static_assert(variant_error(kVariant) == nullptr);
+static_assert(weights_error(kWeights, kVariant) == nullptr);
+
 Status configure(const gguf::File&, HParams& h) {
   if (h.n_head_kv != h.n_head) {
     return Status::error("model: persimmon needs head_count_kv = head_count (per-head fused qkv)");
+
   }
   if (h.head_dim % 4 != 0) {
     return Status::error("model: persimmon head size " + std::to_string(h.head_dim) +
@@ -66,15 +88,15 @@ Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInpu
     Tensor* v = ops::cont(g, head_part(g, h, qkv, 2));
     cur = attention_block(g, h, in, in.kv[size_t(il)], rope_block(g, h, w, in, q),
                           rope_block(g, h, w, in, k), v);
-    x = ops::add(g, x, attn_output(g, l, cur));
+    x = ops::add(g, x, attn_output(g, w.variant, l, cur));
     cur = layer_norm_block(g, x, l.ffn_norm, l.ffn_norm_b, h.norm_eps);
-    x = ops::add(g, x, ffn_block(g, cur, l, Activation::ReluSqr));  // relu(up x + b)^2, no gate
+    x = ops::add(g, x, ffn_block(g, cur, w.variant, l));  // relu(up x + b)^2, no gate
   }
-  return output_logits(g, h, w, in, x, NormKind::Layer);
+  return output_logits(g, h, w, in, x);
 }
 
 }  // namespace
 
-extern const Arch kPersimmonArch{"persimmon", kWeights, build, configure};
+extern const Arch kPersimmonArch{"persimmon", kVariant, kWeights, build, configure};
 
 }  // namespace tessera

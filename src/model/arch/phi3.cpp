@@ -4,6 +4,7 @@
 #include <string>
 
 #include "model/arch.h"
+#include "model/variant_check.h"
 #include "model/weight_shapes.h"
 
 namespace tessera {
@@ -27,6 +28,20 @@ constexpr WeightSpec kWeights[] = {
     per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, shapes::down),
 };
 
+// What the blocks compute (variant.h); the tensor list above must agree with it.
+constexpr BlockVariant kVariant{
+    .norm = NormKind::Rms,
+    .qkv = QkvLayout::Fused,
+    .ffn = FfnKind::GatedFused,  // gate and up rows in ffn_up
+    .act = Activation::Silu,     // SwiGLU
+    .residual = Residual::Sequential,
+    .positions = kRopePositions,
+    .rope_mode = RopeMode::NeoX,
+    .output = Presence::Yes,
+};
+static_assert(variant_error(kVariant) == nullptr);
+static_assert(weights_error(kWeights, kVariant) == nullptr);
+
 Status configure(const gguf::File& file, HParams& h) {
   // The 128k files' LongRoPE: frequency factors chosen by the context size (short up to
   // rope.scaling.original_context_length, long past it) and an attention factor on the
@@ -44,11 +59,11 @@ Status configure(const gguf::File& file, HParams& h) {
 
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
   Tensor* x = input_embeddings(g, w, in);  // [n_embd, n_tokens]
-  return decoder_stack(g, h, w, in, x, NormKind::Rms, Activation::Silu);
+  return decoder_stack(g, h, w, in, x);
 }
 
 }  // namespace
 
-extern const Arch kPhi3Arch{"phi3", kWeights, build, configure};
+extern const Arch kPhi3Arch{"phi3", kVariant, kWeights, build, configure};
 
 }  // namespace tessera

@@ -1,0 +1,170 @@
+// What a block variant implies for the tensor list, and the checks that hold an
+// architecture's declarations together:
+//   variant_error   — combinations the blocks cannot build (static_assert in each arch file);
+//   weights_error   — the tensor list against the variant: every tensor the variant uses is
+//                     declared, required when the variant says Yes and optional when Either,
+//                     and none it does not use (static_assert in each arch file);
+//   decide_variant  — the variant one file chose: each Either settled from its tensors, the
+//                     residual and positions from its keys (load, synth, training).
+#pragma once
+
+#include <array>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "model/variant.h"
+#include "model/weights.h"
+
+namespace tessera {
+
+struct Arch;
+
+namespace variant_detail {
+
+constexpr Presence both(Presence a, Presence b) {
+  if (a == Presence::No || b == Presence::No) return Presence::No;
+  return a == Presence::Yes && b == Presence::Yes ? Presence::Yes : Presence::Either;
+}
+constexpr Presence when(bool b) { return b ? Presence::Yes : Presence::No; }
+
+using LW = LayerWeights;
+using MW = ModelWeights;
+
+/// Whether variant v uses the layer field f. Fields set at load (fused projections of
+/// separate parts) and unknown fields: No.
+constexpr Presence layer_presence(const BlockVariant& v, Tensor* LW::*f) {
+  const bool separate = v.qkv == QkvLayout::Separate;
+  const bool gated = v.ffn != FfnKind::Plain;
+  if (f == &LW::attn_norm || f == &LW::wo || f == &LW::ffn_down) return Presence::Yes;
+  if (f == &LW::attn_norm_b) return v.norm_bias;
+  if (f == &LW::attn_norm_2) return v.second_norm;
+  if (f == &LW::attn_norm_2_b) return both(v.second_norm, v.norm_bias);
+  if (f == &LW::wq || f == &LW::wk || f == &LW::wv) return when(separate);
+  if (f == &LW::bq || f == &LW::bk || f == &LW::bv) return both(when(separate), v.qkv_bias);
+  if (f == &LW::wqkv) return when(!separate);
+  if (f == &LW::bqkv) return both(when(!separate), v.qkv_bias);
+  if (f == &LW::attn_q_norm || f == &LW::attn_k_norm) return when(v.qk_norm);
+  if (f == &LW::attn_q_norm_b || f == &LW::attn_k_norm_b) return both(when(v.qk_norm), v.norm_bias);
+  if (f == &LW::bo) return v.out_bias;
+  if (f == &LW::ffn_norm) return when(v.ffn_norm);
+  if (f == &LW::ffn_norm_b) return both(when(v.ffn_norm), v.norm_bias);
+  if (f == &LW::ffn_gate) return when(v.ffn == FfnKind::Gated);
+  if (f == &LW::ffn_up) return when(v.ffn != FfnKind::GatedFused);
+  if (f == &LW::ffn_gate_up) return when(v.ffn == FfnKind::GatedFused);
+  if (f == &LW::ffn_up_b) return gated ? Presence::No : v.up_bias;
+  if (f == &LW::ffn_down_b) return v.down_bias;
+  return Presence::No;
+}
+
+/// Whether variant v uses the model field f.
+constexpr Presence model_presence(const BlockVariant& v, Tensor* MW::*f) {
+  if (f == &MW::token_embd || f == &MW::output_norm) return Presence::Yes;
+  if (f == &MW::token_embd_norm) return when(v.embd_norm);
+  if (f == &MW::token_embd_norm_b) return both(when(v.embd_norm), v.norm_bias);
+  if (f == &MW::position_embd) return when(v.positions == kLearnedPositions);
+  if (f == &MW::rope_freqs) return v.rope_freqs;
+  if (f == &MW::output_norm_b) return v.norm_bias;
+  if (f == &MW::output) return v.output;
+  return Presence::No;
+}
+
+/// Every field a tensor list can fill, with the name a list gives it (for messages).
+struct NamedLayerField {
+  Tensor* LW::*field;
+  const char* name;
+};
+struct NamedModelField {
+  Tensor* MW::*field;
+  const char* name;
+};
+inline constexpr NamedLayerField kLayerFields[] = {
+    {&LW::attn_norm, "attn_norm.weight"},     {&LW::attn_norm_b, "attn_norm.bias"},
+    {&LW::attn_norm_2, "attn_norm_2.weight"}, {&LW::attn_norm_2_b, "attn_norm_2.bias"},
+    {&LW::wq, "attn_q.weight"},               {&LW::wk, "attn_k.weight"},
+    {&LW::wv, "attn_v.weight"},               {&LW::bq, "attn_q.bias"},
+    {&LW::bk, "attn_k.bias"},                 {&LW::bv, "attn_v.bias"},
+    {&LW::wqkv, "attn_qkv.weight"},           {&LW::bqkv, "attn_qkv.bias"},
+    {&LW::attn_q_norm, "attn_q_norm.weight"}, {&LW::attn_q_norm_b, "attn_q_norm.bias"},
+    {&LW::attn_k_norm, "attn_k_norm.weight"}, {&LW::attn_k_norm_b, "attn_k_norm.bias"},
+    {&LW::wo, "attn_output.weight"},          {&LW::bo, "attn_output.bias"},
+    {&LW::ffn_norm, "ffn_norm.weight"},       {&LW::ffn_norm_b, "ffn_norm.bias"},
+    {&LW::ffn_gate, "ffn_gate.weight"},       {&LW::ffn_up, "ffn_up.weight"},
+    {&LW::ffn_gate_up, "ffn_up.weight (gate and up)"},
+    {&LW::ffn_up_b, "ffn_up.bias"},           {&LW::ffn_down, "ffn_down.weight"},
+    {&LW::ffn_down_b, "ffn_down.bias"},
+};
+inline constexpr NamedModelField kModelFields[] = {
+    {&MW::token_embd, "token_embd.weight"},        {&MW::token_embd_norm, "token_embd_norm.weight"},
+    {&MW::token_embd_norm_b, "token_embd_norm.bias"}, {&MW::position_embd, "position_embd.weight"},
+    {&MW::rope_freqs, "rope_freqs.weight"},        {&MW::output_norm, "output_norm.weight"},
+    {&MW::output_norm_b, "output_norm.bias"},      {&MW::output, "output.weight"},
+};
+
+}  // namespace variant_detail
+
+/// Whether variant v uses the tensor a list entry declares.
+constexpr Presence presence_of(const BlockVariant& v, const WeightSpec& spec) {
+  return spec.layer_field ? variant_detail::layer_presence(v, spec.layer_field)
+                          : variant_detail::model_presence(v, spec.model_field);
+}
+
+/// Why the blocks cannot build v, or null when they can.
+constexpr const char* variant_error(const BlockVariant& v) {
+  if (v.ffn != FfnKind::Plain && v.up_bias != Presence::No) {
+    return "a gated feed-forward has no place for an ffn_up bias";
+  }
+  if (v.second_norm != Presence::No && (v.ffn_norm || v.residual != Residual::Parallel)) {
+    return "a second attention norm belongs to a parallel block without ffn_norm";
+  }
+  if (!v.ffn_norm && v.residual != Residual::Parallel) {
+    return "a feed-forward without its own norm must run in parallel with the attention";
+  }
+  if (v.qk_norm != (v.qkv == QkvLayout::FusedPerHead)) {
+    return "q/k norms go with the per-head fused qkv layout (an architecture's own build)";
+  }
+  if (v.positions == 0 || (v.positions & ~(kRopePositions | kAlibiPositions | kLearnedPositions)) != 0) {
+    return "the positions must be a non-empty set of Rope, Alibi and Learned";
+  }
+  if ((v.positions & kLearnedPositions) && v.positions != kLearnedPositions) {
+    return "learned positions (position_embd in every file) exclude the other kinds";
+  }
+  if (v.rope_freqs != Presence::No && !(v.positions & kRopePositions)) {
+    return "rope_freqs needs RoPE positions";
+  }
+  return nullptr;
+}
+
+/// The first disagreement between the tensor list `specs` and variant v (a tensor's
+/// name), or null: every field v uses is declared once, required when v says Yes and
+/// optional when Either, and nothing v does not use is declared.
+constexpr const char* weights_error(std::span<const WeightSpec> specs, const BlockVariant& v) {
+  using namespace variant_detail;
+  for (const WeightSpec& s : specs) {
+    const Presence p = presence_of(v, s);
+    if (p == Presence::No || s.required != (p == Presence::Yes)) return s.name;
+  }
+  for (const NamedLayerField& f : kLayerFields) {
+    int n = 0;
+    for (const WeightSpec& s : specs) n += s.layer_field == f.field;
+    if (n != (layer_presence(v, f.field) == Presence::No ? 0 : 1)) return f.name;
+  }
+  for (const NamedModelField& f : kModelFields) {
+    int n = 0;
+    for (const WeightSpec& s : specs) n += s.model_field == f.field;
+    if (n != (model_presence(v, f.field) == Presence::No ? 0 : 1)) return f.name;
+  }
+  return nullptr;
+}
+
+/// The variant a file of `arch` chose: each Either of arch.variant settled by whether the
+/// file has its tensors (those of layer 0 for per-layer parts), the residual from
+/// h.parallel_residual where the variant leaves it to the key, the positions those
+/// configure set. Errors: keys or positions the variant does not allow.
+Result<BlockVariant> decide_variant(const Arch& arch, const HParams& h,
+                                    const std::function<bool(const std::string&)>& has_tensor);
+
+/// Whether v is decided: no Either, one position kind, no residual left to a key.
+bool is_decided(const BlockVariant& v);
+
+}  // namespace tessera
