@@ -119,7 +119,8 @@ struct FinetuneOptions {
   std::string log_path;     // CSV as train_model's; empty: none
   int64_t lora_r = 8;
   float lora_alpha = 16.0f;
-  std::string targets = "q,k,v,o,gate,up,down";  // a comma list of those names
+  std::string targets = "all";  // "all" (every projection the model has) or a comma list of
+                                // q, k, v, qkv, o, gate, up, down
   int64_t n_ctx = 0;  // window; 0: the base's training context, at most 256
   int64_t steps = 200;
   int64_t batch = 8;

@@ -40,9 +40,12 @@ bool grad_flows_to(const Tensor* node, int src) {
     case Op::GetRows:
     case Op::Scale:
     case Op::RmsNorm:
+    case Op::Norm:
     case Op::Rope:
     case Op::SoftMax:
     case Op::Silu:
+    case Op::Gelu:
+    case Op::ReluSqr:
     case Op::Cont:
     case Op::CrossEntropy:
     case Op::View:
@@ -55,12 +58,25 @@ bool grad_flows_to(const Tensor* node, int src) {
   }
 }
 
-namespace {
-
 GradRule rule_of(Op op) {
   if (GradRule r = arith_rule(op)) return r;
   if (GradRule r = view_rule(op)) return r;
+  if (GradRule r = composed_rule(op)) return r;
   return attention_rule(op);
+}
+
+namespace {
+
+// Marks, in forward order, every node that depends on a parameter through sources its
+// gradient flows to.
+void mark_needs(GradContext& c, const std::vector<Tensor*>& forward) {
+  for (Tensor* node : forward) {
+    for (int i = 0; i < kMaxSrc; ++i) {
+      if (node->src[size_t(i)] && grad_flows_to(node, i) && c.needs(node->src[size_t(i)])) {
+        c.set_needs(node);
+      }
+    }
+  }
 }
 
 std::string node_label(const Tensor* t) {
@@ -68,6 +84,18 @@ std::string node_label(const Tensor* t) {
 }
 
 }  // namespace
+
+const Tensor* first_without_gradient(Graph& g, Tensor* out, std::span<Tensor* const> params) {
+  g.expand(out);
+  GradContext c(g);
+  for (Tensor* p : params) c.set_needs(p);
+  const std::vector<Tensor*> forward = g.nodes();
+  mark_needs(c, forward);
+  for (Tensor* node : forward) {
+    if (c.needs(node) && node->op != Op::None && rule_of(node->op) == nullptr) return node;
+  }
+  return nullptr;
+}
 
 Result<Gradients> build_backward(Graph& g, Tensor* out, Tensor* seed,
                                  std::span<Tensor* const> params) {
@@ -79,13 +107,7 @@ Result<Gradients> build_backward(Graph& g, Tensor* out, Tensor* seed,
   for (Tensor* p : params) c.set_needs(p);
   // Forward order: a node needs a gradient when a source it passes gradients to does.
   const std::vector<Tensor*> forward = g.nodes();
-  for (Tensor* node : forward) {
-    for (int i = 0; i < kMaxSrc; ++i) {
-      if (node->src[size_t(i)] && grad_flows_to(node, i) && c.needs(node->src[size_t(i)])) {
-        c.set_needs(node);
-      }
-    }
-  }
+  mark_needs(c, forward);
   if (!c.needs(out)) return Status::error("backward: the output depends on no parameter");
   c.accumulate(out, seed);
   // Reverse order: every consumer of a node comes after it, so its gradient is complete.

@@ -19,6 +19,11 @@ struct Gradients {
                                // `out` does not depend on the parameter
 };
 
+/// The first node, in forward order, that depends on a parameter in `params` and whose op
+/// has no gradient rule (out and its sources expanded into g first); null when there is
+/// none. build_backward refuses such a node when it lies on the path to `out`.
+const Tensor* first_without_gradient(Graph& g, Tensor* out, std::span<Tensor* const> params);
+
 /// Adds to g the nodes that compute d out / d p for each p in `params`, seeded with
 /// `seed` (d out: F32, out's shape; e.g. an input holding 1 for a scalar loss). The
 /// gradients are flagged as outputs and expanded into g. Errors: an op on the path from

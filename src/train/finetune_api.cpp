@@ -4,6 +4,7 @@
 #include "tessera/model.h"
 #include "tessera/tokenizer.h"
 #include "tessera/train.h"
+#include "train/arch_check.h"
 #include "train/lora_model.h"
 #include "train/preflight.h"
 #include "train/run_loop.h"
@@ -30,6 +31,7 @@ Status finetune_model(const FinetuneOptions& o, const std::function<void(const T
   Result<std::unique_ptr<train::TrainModel>> m =
       train::create_lora(**base, {o.lora_r, o.lora_alpha, *targets}, o.seed, backend);
   if (!m) return m.status();
+  TESSERA_RETURN_IF_ERROR(train::check_differentiable(**m, "finetune"));
   const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(256, (*base)->info().n_ctx_train);
   const train::RunConfig c = train::run_config(o, n_ctx);
   TrainProgress p;

@@ -16,10 +16,18 @@ size_t offset_in_source(const Tensor* view, const Tensor* a) {
 // A view is a window of its source a: its gradient goes into that window of a's
 // gradient. a must be dense, so that the window's strides in a's memory are strides in
 // its dense gradient too; a view that is a reshape of all of a is just reshaped back.
+// A view of a strided view (attention's token rows of a fused projection's v rows) is a
+// window of the dense tensor that owns the memory: its gradient goes there directly, as
+// a's own gradient (from a's other consumers) does through a's rule.
 Status view_grad(GradContext& c, Tensor* node, Tensor* d) {
   Tensor* a = node->src[0];
   if (!a->is_contiguous()) {
-    return Status::error("backward: a view of the strided tensor '" + a->name + "' has no gradient");
+    Tensor* owner = node->view_src;
+    if (!op_is_view(a->op) || owner == nullptr || !owner->is_contiguous()) {
+      return Status::error("backward: a view of the strided tensor '" + a->name + "' has no gradient");
+    }
+    c.accumulate_window(owner, d, node->nb, node->view_offset);
+    return Status::ok();
   }
   const size_t offset = offset_in_source(node, a);
   if (offset == 0 && node->is_contiguous() && node->nelements() == a->nelements()) {

@@ -1,28 +1,41 @@
 #include "train/lora_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "core/rng.h"
+#include "model/lora.h"
 #include "model/model_impl.h"
 
 namespace tessera::train {
 namespace {
 
-struct TargetField {
+// A target's short name and the stem of the weights it names (blk.N.<stem>.weight).
+struct TargetName {
   const char* name;
-  Tensor* LayerWeights::*field;
+  const char* stem;
 };
 
-constexpr TargetField kTargets[] = {
-    {"q", &LayerWeights::wq},        {"k", &LayerWeights::wk},      {"v", &LayerWeights::wv},
-    {"o", &LayerWeights::wo},        {"gate", &LayerWeights::ffn_gate}, {"up", &LayerWeights::ffn_up},
-    {"down", &LayerWeights::ffn_down},
+constexpr TargetName kTargets[] = {
+    {"q", "attn_q"},      {"k", "attn_k"},        {"v", "attn_v"},     {"qkv", "attn_qkv"},
+    {"o", "attn_output"}, {"gate", "ffn_gate"},   {"up", "ffn_up"},    {"down", "ffn_down"},
 };
 
-const TargetField* target_field(const std::string& name) {
-  for (const TargetField& t : kTargets) {
+constexpr const char* kTargetList = "q, k, v, qkv, o, gate, up, down";
+
+const TargetName* target_named(const std::string& name) {
+  for (const TargetName& t : kTargets) {
     if (name == t.name) return &t;
+  }
+  return nullptr;
+}
+
+// The short name of the weight spec named `pattern` ("blk.{}.attn_q.weight" -> "q"), or
+// null when it is not one of the targets.
+const char* target_of_spec(std::string_view pattern) {
+  for (const TargetName& t : kTargets) {
+    if (pattern == "blk.{}." + std::string(t.stem) + ".weight") return t.name;
   }
   return nullptr;
 }
@@ -36,14 +49,47 @@ void add_pair(TrainModel& m, LayerWeights& l, Tensor* w, const LoraShape& s) {
   l.lora.push_back({.target = w, .a = a, .b = b, .scale = s.alpha / float(s.r)});
 }
 
+bool wanted(const std::vector<std::string>& targets, const char* name) {
+  if (targets.size() == 1 && targets[0] == "all") return true;
+  return std::find(targets.begin(), targets.end(), name) != targets.end();
+}
+
+// Attaches a pair to every projection of m's base that the architecture's weight list
+// declares as adaptable and `targets` names; each named target must occur.
+Status attach_pairs(TrainModel& m, const LoraShape& s) {
+  std::vector<std::string> found;  // the targets the model has
+  for_each_weight(m.arch->weights, m.h, [&](const WeightSpec& spec, const std::string&, int64_t il) {
+    if (spec.layer_field == nullptr || !adaptable(spec.layer_field)) return;
+    const char* name = target_of_spec(spec.name);
+    LayerWeights& l = m.w.layers[size_t(il)];
+    Tensor* w = l.*spec.layer_field;
+    if (name == nullptr || w == nullptr) return;
+    if (std::find(found.begin(), found.end(), name) == found.end()) found.emplace_back(name);
+    if (wanted(s.targets, name)) add_pair(m, l, w, s);
+  });
+  std::string has;
+  for (const std::string& f : found) has += (has.empty() ? "" : ", ") + f;
+  for (const std::string& t : s.targets) {
+    if (t != "all" && std::find(found.begin(), found.end(), t) == found.end()) {
+      return Status::error("finetune: architecture '" + std::string(m.arch->name) + "' has no '" + t +
+                           "' projection (its projections: " + (has.empty() ? "none" : has) + ")");
+    }
+  }
+  if (m.params.empty()) {
+    return Status::error("finetune: architecture '" + std::string(m.arch->name) + "' has no projection to adapt");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> parse_lora_targets(const std::string& list) {
+  if (list == "all") return std::vector<std::string>{"all"};
   std::vector<std::string> out;
   std::stringstream in(list);
   for (std::string item; std::getline(in, item, ',');) {
-    if (target_field(item) == nullptr) {
-      return Status::error("finetune: unknown LoRA target '" + item + "' (targets: q, k, v, o, gate, up, down)");
+    if (target_named(item) == nullptr) {
+      return Status::error("finetune: unknown LoRA target '" + item + "' (targets: all, or some of " + kTargetList + ")");
     }
     out.push_back(item);
   }
@@ -55,23 +101,14 @@ Result<std::unique_ptr<TrainModel>> create_lora(const Model& base, const LoraSha
                                                 Backend& backend) {
   const detail::ModelImpl& b = base.impl();
   if (s.r <= 0) return Status::error("finetune: the LoRA rank must be positive");
-  if (b.arch->name != std::string_view("llama")) {
-    return Status::error("finetune: LoRA training supports llama models, not '" + b.hparams.arch + "'");
-  }
   auto m = std::make_unique<TrainModel>();
   m->arch = b.arch;
   m->h = b.hparams;
   m->w = b.weights;  // the frozen base, shared
   for (LayerWeights& l : m->w.layers) l.lora.clear();
-  Rng rng(seed);
-  for (LayerWeights& l : m->w.layers) {
-    for (const std::string& t : s.targets) {
-      Tensor* w = l.*(target_field(t)->field);
-      if (w == nullptr) return Status::error("finetune: the model has no '" + t + "' projection");
-      add_pair(*m, l, w, s);
-    }
-  }
+  TESSERA_RETURN_IF_ERROR(attach_pairs(*m, s));
   TESSERA_RETURN_IF_ERROR(place_params(*m, backend));
+  Rng rng(seed);
   for (Tensor* p : m->params) {
     std::vector<float> v(size_t(p->nelements()), 0.0f);
     if (p->name.ends_with(".lora_a")) {

@@ -195,6 +195,33 @@ TEST(BackwardGraph, ViewWindowsAccumulate) {
   });
 }
 
+// A view of a strided view, as attention takes the token rows of a fused projection's v
+// rows: the inner view is also used alone, so both gradients reach the dense owner.
+TEST(BackwardGraph, ViewOfAStridedView) {
+  OpTest t(13);
+  Graph& g = t.graph();
+  Tensor* a = t.input(DType::F32, {12, 5, 1, 1});
+  const size_t e = a->nb[0], row = a->nb[1];
+  Tensor* heads = ops::view(g, a, {3, 2, 5, 1}, {e, 3 * e, row, 5 * row}, 4 * e);  // rows 4-9 as 2 heads
+  Tensor* rows = ops::view(g, heads, {6, 5, 1, 1}, {e, row, 5 * row, 5 * row}, 0);  // each token's heads as one row
+  ASSERT_FALSE(heads->is_contiguous());
+  Tensor* out = ops::concat(g, ops::reshape(g, ops::cont(g, rows), {30, 1, 1, 1}),
+                            ops::reshape(g, ops::scale(g, ops::cont(g, heads), 2.0f), {30, 1, 1, 1}), 0);
+  std::vector<std::pair<int64_t, double>> order;  // (element of a, factor)
+  for (const Tensor* w : {rows, heads}) {
+    for_each_index(w->ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+      const size_t byte = w->view_offset + size_t(i0) * w->nb[0] + size_t(i1) * w->nb[1] +
+                          size_t(i2) * w->nb[2] + size_t(i3) * w->nb[3];
+      order.emplace_back(int64_t(byte / sizeof(float)), w == heads ? double(2.0f) : 1.0);
+    });
+  }
+  check_grad(t, out, a, [&](const std::vector<double>& x) {
+    std::vector<double> y;
+    for (const auto& [i, f] : order) y.push_back(f * x[size_t(i)]);
+    return y;
+  });
+}
+
 TEST(BackwardGraph, ConcatAlongEachDim) {
   for (int dim = 0; dim < 3; ++dim) {
     SCOPED_TRACE(dim);
@@ -265,12 +292,26 @@ TEST(BackwardGraph, RmsNormBlockBothInputs) {
 TEST(BackwardGraph, RefusesOpsWithoutAGradient) {
   OpTest t(12);
   Tensor* a = t.input(DType::F32, {8, 2, 1, 1});
-  Tensor* out = ops::gelu(t.graph(), a);
+  Tensor* out = ops::scale(t.graph(), ops::clamp(t.graph(), a, -0.5f, 0.5f), 2.0f);
   Tensor* dy = t.input(DType::F32, out->ne);
   Tensor* params[] = {a};
+  const Tensor* missing = train::first_without_gradient(t.graph(), out, params);
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->op, Op::Clamp);
   Result<train::Gradients> gr = train::build_backward(t.graph(), out, dy, params);
   ASSERT_FALSE(gr.is_ok());
-  EXPECT_NE(gr.status().message().find("no gradient for gelu"), std::string::npos) << gr.status().message();
+  EXPECT_NE(gr.status().message().find("no gradient for clamp"), std::string::npos) << gr.status().message();
+}
+
+TEST(BackwardGraph, EveryOpOnThePathHasARule) {
+  OpTest t(14);
+  Tensor* a = t.input(DType::F32, {8, 2, 1, 1});
+  Tensor* frozen = t.input(DType::F32, {8, 2, 1, 1});
+  // The clamp is off the path from a: only the frozen input goes through it.
+  Tensor* out = ops::add(t.graph(), ops::gelu(t.graph(), ops::norm(t.graph(), a, 1e-5f)),
+                         ops::clamp(t.graph(), frozen, -0.5f, 0.5f));
+  Tensor* params[] = {a};
+  EXPECT_EQ(train::first_without_gradient(t.graph(), out, params), nullptr);
 }
 
 TEST(BackwardGraph, ParametersOffThePathGetNoGradient) {

@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "common/test_util.h"
 #include "tokenizer/train_vocab.h"
 #include "core/rng.h"
 #include "tessera/model.h"
+#include "train/arch_check.h"
 #include "train/lora_model.h"
 #include "train/train_graph.h"
 
@@ -52,9 +55,11 @@ constexpr float kStep = 1e-2f;
 constexpr double kRel = 3e-2;
 constexpr double kAbs = 3e-4;
 
-// Checks the gradient of every parameter of m (its 3 largest elements) against central
-// differences of the loss over one micro-batch of 2 windows of 8 tokens.
-void check_against_finite_differences(TrainModel& m, Backend& backend, float step = kStep) {
+// Checks the gradient of every parameter of m whose name starts with `prefix` (its 3
+// largest elements) against central differences of the loss over one micro-batch of 2
+// windows of 8 tokens.
+void check_against_finite_differences(TrainModel& m, Backend& backend, float step = kStep,
+                                      const std::string& prefix = "") {
   Result<std::unique_ptr<TrainGraph>> tg = build_train_graph(m, 2, 8, true, backend);
   ASSERT_TRUE(tg.is_ok()) << tg.status().message();
   std::vector<int32_t> tokens(16), targets(16);
@@ -66,6 +71,7 @@ void check_against_finite_differences(TrainModel& m, Backend& backend, float ste
   loss_of(**tg, backend);
   for (size_t i = 0; i < m.params.size(); ++i) {
     Tensor* p = m.params[i];
+    if (!p->name.starts_with(prefix)) continue;
     SCOPED_TRACE(p->name);
     ASSERT_NE((*tg)->grads.grads[i], nullptr);
     std::vector<float> g(size_t(p->nelements()));
@@ -129,6 +135,40 @@ TEST_P(ModelGrad, LoraParametersAgainstFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HeadLayouts, ModelGrad, ::testing::Values(int64_t(4), int64_t(2)));
+
+// A LoRA on every projection of each reference architecture's model (shared/archs, F16
+// weights), through the architecture's own graph builder: its ops' rules compose. The
+// first layer's a and b are checked (the path from them covers every op of the graph).
+class ArchLoraGrad : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ArchLoraGrad, LoraParametersAgainstFiniteDifferences) {
+  TESSERA_REQUIRE_SHARED(path, std::string("archs/models/") + GetParam() + ".gguf");
+  CpuBackend backend(2);
+  ModelParams mp;
+  mp.repack = false;
+  Result<std::unique_ptr<Model>> base = Model::load(path, mp);
+  ASSERT_TRUE(base.is_ok()) << base.status().message();
+  Result<std::unique_ptr<TrainModel>> lora = create_lora(**base, {2, 4.0f, {"all"}}, 5, backend);
+  ASSERT_TRUE(lora.is_ok()) << lora.status().message();
+  const Status differentiable = check_differentiable(**lora, "finetune");
+  ASSERT_TRUE(differentiable.is_ok()) << differentiable.message();
+  Rng rng(9);
+  for (Tensor* p : (*lora)->params) {
+    if (!p->name.ends_with(".lora_b")) continue;
+    std::vector<float> v(size_t(p->nelements()));
+    for (float& x : v) x = 0.1f * rng.normal();
+    write_param(backend, p, v);
+  }
+  check_against_finite_differences(**lora, backend, 2e-3f, "blk.0.");
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceModels, ArchLoraGrad,
+                         // One of each op path: biases and NeoX RoPE (qwen2), GeGLU and a scale
+                         // (gemma), LayerNorm, fused q/k/v and a parallel block (falcon), ALiBi and
+                         // an embedding norm (bloom), squared ReLU and q/k norms (persimmon), fused
+                         // gate/up (phi3), learned positions (starcoder). The others: arch_check_test.
+                         ::testing::Values("qwen2", "gemma", "falcon", "bloom", "persimmon", "phi3", "starcoder"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 }  // namespace
 }  // namespace tessera::train

@@ -60,7 +60,7 @@ Command add_finetune(CLI::App& app) {
   cmd->add_option("-o,--output", o.output_path, "the adapter (GGUF)")->required();
   cmd->add_option("--lora-r", o.lora_r, "rank of the updates (default 8)");
   cmd->add_option("--lora-alpha", o.lora_alpha, "alpha: the updates are scaled by alpha / r (default 16)");
-  cmd->add_option("--targets", o.targets, "projections to adapt, a comma list of q,k,v,o,gate,up,down (default: all)");
+  cmd->add_option("--targets", o.targets, "projections to adapt: all (default: every projection the architecture has), or a comma list of q,k,v,qkv,o,gate,up,down");
   cmd->add_option("-c,--ctx-size,--ctx", o.n_ctx, "training window (default: the model's context, at most 256)");
   cmd->add_option("--steps", o.steps, "optimizer steps (default 200)");
   cmd->add_option("--batch", o.batch, "windows per micro-batch (default 8)");
