@@ -189,7 +189,10 @@ std::map<int, std::vector<json>> frames_by_index(const std::string& text, std::v
 TEST_F(ServerHttpCompletion, SeveralPromptsStreamWithTheirIndex) {
   Api a = api();
   const std::vector<std::string> prompts = {"Once upon a time", "The cat sat on", "A dog"};
-  json body = {{"prompt", prompts}, {"n_predict", 8}, {"temperature", 0}, {"ignore_eos", true}, {"cache_prompt", false}};
+  // 64 tokens each: long enough that the handler reads the streams while they are being
+  // generated (with 8, stories260K could finish every prompt before the first read, and
+  // the frames then came prompt by prompt: a flaky order check on a loaded machine).
+  json body = {{"prompt", prompts}, {"n_predict", 64}, {"temperature", 0}, {"ignore_eos", true}, {"cache_prompt", false}};
   const Reply plain = a.post("/completion", body);
   ASSERT_EQ(plain.status, 200) << plain.text;
   ASSERT_TRUE(plain.body.is_array() && plain.body.size() == prompts.size()) << plain.text;

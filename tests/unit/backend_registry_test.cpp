@@ -63,7 +63,9 @@ TEST(BackendRegistry, ListDevicesPrintsEveryKind) {
   EXPECT_NE(o.out.find("CUDA (NVIDIA GPUs):\n"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("MPI ("), std::string::npos) << o.out;
   for (const BackendListing& b : list_backends()) {
-    if (b.devices.empty()) EXPECT_NE(o.out.find("  none: " + b.unavailable), std::string::npos) << o.out;
+    if (b.devices.empty()) {
+      EXPECT_NE(o.out.find("  none: " + b.unavailable), std::string::npos) << o.out;
+    }
   }
   EXPECT_EQ(test::run_tessera("serve --list-devices").status, 0);
 }
