@@ -9,6 +9,7 @@
 #include "tokenizer/train_vocab.h"
 #include "tessera/model.h"
 #include "train/arch_check.h"
+#include "train/arch_lora.h"
 #include "train/lora_model.h"
 
 namespace tessera::train {
@@ -59,13 +60,9 @@ class ArchCheckReference : public ::testing::TestWithParam<const char*> {};
 TEST_P(ArchCheckReference, ALoraOnEveryProjectionIsDifferentiable) {
   TESSERA_REQUIRE_SHARED(path, std::string("archs/models/") + GetParam() + ".gguf");
   CpuBackend backend(1);
-  ModelParams mp;
-  mp.repack = false;
-  Result<std::unique_ptr<Model>> base = Model::load(path, mp);
-  ASSERT_TRUE(base.is_ok()) << base.status().message();
-  Result<std::unique_ptr<TrainModel>> lora = create_lora(**base, {2, 4.0f, {"all"}}, 5, backend);
-  ASSERT_TRUE(lora.is_ok()) << lora.status().message();
-  const Status s = check_differentiable(**lora, "finetune");
+  ArchLora m;
+  ASSERT_NO_FATAL_FAILURE(load_arch_lora(path, backend, m));
+  const Status s = check_differentiable(*m.lora, "finetune");
   EXPECT_TRUE(s.is_ok()) << s.message();
 }
 

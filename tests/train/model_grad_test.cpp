@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "tessera/model.h"
 #include "train/arch_check.h"
+#include "train/arch_lora.h"
 #include "train/lora_model.h"
 #include "train/train_graph.h"
 
@@ -144,22 +145,18 @@ class ArchLoraGrad : public ::testing::TestWithParam<const char*> {};
 TEST_P(ArchLoraGrad, LoraParametersAgainstFiniteDifferences) {
   TESSERA_REQUIRE_SHARED(path, std::string("archs/models/") + GetParam() + ".gguf");
   CpuBackend backend(2);
-  ModelParams mp;
-  mp.repack = false;
-  Result<std::unique_ptr<Model>> base = Model::load(path, mp);
-  ASSERT_TRUE(base.is_ok()) << base.status().message();
-  Result<std::unique_ptr<TrainModel>> lora = create_lora(**base, {2, 4.0f, {"all"}}, 5, backend);
-  ASSERT_TRUE(lora.is_ok()) << lora.status().message();
-  const Status differentiable = check_differentiable(**lora, "finetune");
+  ArchLora m;
+  ASSERT_NO_FATAL_FAILURE(load_arch_lora(path, backend, m));
+  const Status differentiable = check_differentiable(*m.lora, "finetune");
   ASSERT_TRUE(differentiable.is_ok()) << differentiable.message();
   Rng rng(9);
-  for (Tensor* p : (*lora)->params) {
+  for (Tensor* p : m.lora->params) {
     if (!p->name.ends_with(".lora_b")) continue;
     std::vector<float> v(size_t(p->nelements()));
     for (float& x : v) x = 0.1f * rng.normal();
     write_param(backend, p, v);
   }
-  check_against_finite_differences(**lora, backend, 2e-3f, "blk.0.");
+  check_against_finite_differences(*m.lora, backend, 2e-3f, "blk.0.");
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, ArchLoraGrad,

@@ -66,13 +66,13 @@ class Layers {
   /// `name` and every layer below it.
   std::set<std::string> visible(const std::string& name) const {
     std::set<std::string> out;
-    std::vector<std::string> todo{name};
-    while (!todo.empty()) {
-      const std::string l = todo.back();
-      todo.pop_back();
+    std::vector<std::string> pending{name};
+    while (!pending.empty()) {
+      const std::string l = pending.back();
+      pending.pop_back();
       if (!out.insert(l).second) continue;
       for (const Layer& t : table_) {
-        if (t.name == l) todo.insert(todo.end(), t.links.begin(), t.links.end());
+        if (t.name == l) pending.insert(pending.end(), t.links.begin(), t.links.end());
       }
     }
     return out;
