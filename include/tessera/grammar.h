@@ -9,7 +9,8 @@
 //
 // A Grammar is the parsed text; a GrammarMatcher follows a text through it code point by
 // code point; make_grammar_step turns it into a sampler step that forbids every token
-// whose text would leave the grammar.
+// whose text would leave the grammar, and make_lazy_grammar_step into one that does so
+// only from a trigger text on.
 #pragma once
 
 #include <cstdint>
@@ -93,8 +94,28 @@ class GrammarMatcher {
 /// grammar may end; tokens without text are forbidden); accept() advances the grammar
 /// (an error for a forbidden token); done() is true once the grammar is complete or an
 /// end-of-generation token was accepted. Token texts are decoded once, here;
-/// `tokenizer` need not outlive the step.
+/// `tokenizer` need not outlive the step. `render_special`: control tokens have their
+/// text (Tokenizer::token_to_piece's flag), so that a grammar can ask for one
+/// ("[TOOL_CALLS]", "<|python_tag|>": tool-call markers often are); otherwise they have
+/// none and are forbidden (end-of-generation tokens aside).
 std::unique_ptr<SamplerStep> make_grammar_step(std::shared_ptr<const Grammar> grammar,
-                                               const Tokenizer& tokenizer);
+                                               const Tokenizer& tokenizer,
+                                               bool render_special = false);
+
+/// A grammar that engages only once the generated text (prompt tokens not included)
+/// contains a trigger: until then apply() constrains nothing and end-of-generation tokens
+/// are free. The token that completes the earliest trigger is accepted as drawn; its text
+/// from that trigger's first byte on (the trigger may have begun in earlier tokens) is
+/// fed to the grammar, which constrains every token after it: the grammar's root must
+/// therefore match from the trigger's first byte. accept() of that token is an error when
+/// the grammar refuses the text after the trigger. `triggers` count anywhere;
+/// `start_triggers` only where the text before them is whitespace (a call that must open
+/// the reply). Empty triggers are ignored; with none, the grammar never engages. done():
+/// engaged and complete. reset(): disengaged. Tool calls use it (tessera/tool_calls.h).
+std::unique_ptr<SamplerStep> make_lazy_grammar_step(std::shared_ptr<const Grammar> grammar,
+                                                    const Tokenizer& tokenizer,
+                                                    std::vector<std::string> triggers,
+                                                    std::vector<std::string> start_triggers = {},
+                                                    bool render_special = false);
 
 }  // namespace tessera

@@ -4,6 +4,8 @@
 // one code point at a time: those whose next code point the same stacks accept form a
 // group, whose next parse stacks are computed once. Candidates whose code point no stack
 // accepts are rejected at once: at the first code point, most of a vocabulary usually.
+#include "runtime/grammar/grammar_step.h"
+
 #include <algorithm>
 #include <array>
 #include <bitset>
@@ -34,14 +36,14 @@ class TokenTable {
     bool eog = false;    // ends generation
   };
 
-  explicit TokenTable(const Tokenizer& tok) {
+  TokenTable(const Tokenizer& tok, bool render_special) {
     entries_.resize(static_cast<size_t>(tok.n_vocab()));
     std::vector<uint32_t> cpts;
     std::string partial;
     for (TokenId id = 0; id < tok.n_vocab(); ++id) {
       Entry& e = entries_[static_cast<size_t>(id)];
       e.eog = tok.is_eog(id);
-      const std::string piece = tok.token_to_piece(id);
+      const std::string piece = tok.token_to_piece(id, render_special);
       e.piece_begin = static_cast<uint32_t>(pieces_.size());
       pieces_ += piece;
       e.piece_end = static_cast<uint32_t>(pieces_.size());
@@ -192,14 +194,21 @@ class JoinedTexts {
   std::vector<Text> texts_;
 };
 
-class GrammarStep : public SamplerStep {
+class GrammarStep : public grammar::TextGrammarStep {
  public:
-  GrammarStep(std::shared_ptr<const Grammar> g, const Tokenizer& tok)
-      : matcher_(std::move(g)), table_(tok) {}
+  GrammarStep(std::shared_ptr<const Grammar> g, const Tokenizer& tok, bool render_special)
+      : matcher_(std::move(g)), table_(tok, render_special) {}
 
   std::string name() const override { return "grammar"; }
   void apply(Candidates& c) override;
   Status accept(TokenId token, bool from_prompt) override;
+  Status accept_text(std::string_view text) override;
+  std::string_view token_text(TokenId token) const override {
+    return table_.contains(token) ? table_.piece(table_.entry(token)) : std::string_view();
+  }
+  bool token_ends(TokenId token) const override {
+    return table_.contains(token) && table_.entry(token).eog;
+  }
   void reset() override {
     matcher_.reset();
     ended_ = false;
@@ -217,6 +226,13 @@ class GrammarStep : public SamplerStep {
 };
 
 constexpr float kForbidden = -std::numeric_limits<float>::infinity();
+
+/// `text` for an error message: control characters shown as '?'.
+std::string printable(std::string_view text) {
+  std::string shown;
+  for (const char ch : text) shown += (static_cast<uint8_t>(ch) < 0x20) ? '?' : ch;
+  return shown;
+}
 
 std::vector<Item> GrammarStep::collect(Candidates& c) {
   const std::string& pending = matcher_.state().pending;
@@ -269,18 +285,29 @@ Status GrammarStep::accept(TokenId token, bool from_prompt) {
   const std::string_view piece = table_.piece(e);
   if (piece.empty()) return refuse("has no text");
   if (ended_ || !matcher_.accept_text(piece)) {
-    std::string shown;
-    for (const char ch : piece) shown += (static_cast<uint8_t>(ch) < 0x20) ? '?' : ch;
-    return refuse("('" + shown + "') is not allowed by the grammar here");
+    return refuse("('" + printable(piece) + "') is not allowed by the grammar here");
+  }
+  return Status::ok();
+}
+
+Status GrammarStep::accept_text(std::string_view text) {
+  if (ended_ || !matcher_.accept_text(text)) {
+    return Status::error("grammar: the text '" + printable(text) +
+                         "' is not allowed by the grammar here");
   }
   return Status::ok();
 }
 
 }  // namespace
 
+std::unique_ptr<grammar::TextGrammarStep> grammar::make_text_grammar_step(
+    std::shared_ptr<const Grammar> grammar, const Tokenizer& tokenizer, bool render_special) {
+  return std::make_unique<GrammarStep>(std::move(grammar), tokenizer, render_special);
+}
+
 std::unique_ptr<SamplerStep> make_grammar_step(std::shared_ptr<const Grammar> grammar,
-                                               const Tokenizer& tokenizer) {
-  return std::make_unique<GrammarStep>(std::move(grammar), tokenizer);
+                                               const Tokenizer& tokenizer, bool render_special) {
+  return grammar::make_text_grammar_step(std::move(grammar), tokenizer, render_special);
 }
 
 }  // namespace tessera
