@@ -29,6 +29,9 @@
 // - Malformed calls are kept as content, byte for byte. Whitespace directly before and
 //   after a call (or a marker such as <|START_RESPONSE|>) is dropped, as is whitespace
 //   after the reasoning; reasoning is trimmed.
+// - In a call's grammar, a tool's object schemas that list `properties` and say nothing of
+//   `additionalProperties` admit no other keys (as llama.cpp's converter reads them; JSON
+//   Schema would allow any, and a small model then invents keys and never ends the call).
 // - Arguments are the model's JSON with the whitespace outside strings removed (numbers,
 //   escapes and key order kept as written). A call whose arguments are a JSON string
 //   holding JSON (the OpenAI wire form) is accepted too; arguments that are not JSON make

@@ -38,6 +38,36 @@ std::string repeated(const std::string& item, const std::string& sep, bool paral
   return parallel ? item + " ( " + sep + " " + item + " )*" : item;
 }
 
+// A tool's parameters with every object schema that lists `properties` and says nothing
+// of `additionalProperties` closed (additionalProperties: false), as llama.cpp's converter
+// treats them: JSON Schema would allow any other key, and a model (a small one above all)
+// could then invent keys and never finish the call.
+void close_objects(nlohmann::ordered_json& schema, int depth = 0) {
+  if (depth > 64 || !schema.is_object()) return;
+  if (schema.contains("properties") && !schema.contains("additionalProperties")) schema["additionalProperties"] = false;
+  for (const char* key : {"properties", "$defs", "definitions", "patternProperties"}) {
+    auto it = schema.find(key);
+    if (it != schema.end() && it->is_object())
+      for (auto& [name, sub] : it->items()) close_objects(sub, depth + 1);
+  }
+  for (const char* key : {"items", "additionalProperties", "not", "additionalItems"}) {
+    auto it = schema.find(key);
+    if (it != schema.end()) close_objects(*it, depth + 1);
+  }
+  for (const char* key : {"anyOf", "oneOf", "allOf", "prefixItems", "items"}) {
+    auto it = schema.find(key);
+    if (it != schema.end() && it->is_array())
+      for (auto& sub : *it) close_objects(sub, depth + 1);
+  }
+}
+
+std::string closed_parameters(const std::string& parameters) {
+  nlohmann::ordered_json schema = nlohmann::ordered_json::parse(parameters, nullptr, false);
+  if (schema.is_discarded()) return parameters;  // json_schema_to_grammar names the problem
+  close_objects(schema);
+  return schema.dump();
+}
+
 class Writer {
  public:
   Writer(const std::vector<Tool>& tools, const Choice& choice) {
@@ -52,7 +82,7 @@ class Writer {
   Status embed_arguments() {
     for (size_t i = 0; i < tools_.size(); ++i) {
       const Tool& t = *tools_[i].tool;
-      Result<std::string> g = json_schema_to_grammar(t.parameters);
+      Result<std::string> g = json_schema_to_grammar(closed_parameters(t.parameters));
       if (!g) return g.status().with_context("tool '" + t.name + "': parameters");
       const std::string& rule = tools_[i].args;
       rules_ += gbnf::embed(*g, rule.substr(0, rule.size() - 4));
