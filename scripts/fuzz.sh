@@ -29,8 +29,11 @@ flags_of() {
     gguf|lora|state) dict="$root/tests/fuzz/dict/gguf.dict" ;;
     grammar) dict="$root/tests/fuzz/dict/grammar.dict" ;;
     json_schema|server) dict="$root/tests/fuzz/dict/json.dict" ;;
+    jinja) dict="$root/tests/fuzz/dict/jinja.dict" ;;
   esac
-  echo "-timeout=20 -rss_limit_mb=2560 -max_len=262144 ${dict:+-dict=$dict}"
+  local max_len=262144
+  [ "$t" = jinja ] && max_len=16384  # real templates are under 10 KB
+  echo "-timeout=20 -rss_limit_mb=2560 -max_len=$max_len ${dict:+-dict=$dict}"
 }
 
 replay() {
@@ -55,8 +58,17 @@ fuzz_one() {
   [ -n "${TESSERA_FUZZ_RUNS:-}" ] && runs="-runs=$TESSERA_FUZZ_RUNS"
   start=$(date +%s)
   # shellcheck disable=SC2046
+  # The jinja target also starts from the real templates of the reference data: links to
+  # them in the build folder (nothing is copied into the repository).
+  local extra=()
+  local shared="${TESSERA_SHARED:-$root/../shared}/templates"
+  if [ "$t" = jinja ] && [ -d "$shared" ]; then
+    mkdir -p "$build/seeds-jinja"
+    ln -sf "$shared"/*.jinja "$build/seeds-jinja/"
+    extra=("$build/seeds-jinja")
+  fi
   if "$build/tessera_fuzz_$t" $(flags_of "$t") -max_total_time="$seconds" $runs -print_final_stats=1 \
-       -artifact_prefix="$build/findings/$t/" "$build/corpus/$t" "$corpus/$t" >"$build/fuzz-$t.log" 2>&1; then
+       -artifact_prefix="$build/findings/$t/" "$build/corpus/$t" "$corpus/$t" "${extra[@]}" >"$build/fuzz-$t.log" 2>&1; then
     local execs cov
     execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$build/fuzz-$t.log" | awk '{print $2}')
     cov=$(grep -o 'cov: [0-9]*' "$build/fuzz-$t.log" | tail -1 | awk '{print $2}')
