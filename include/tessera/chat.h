@@ -2,16 +2,22 @@
 // and a session that keeps a conversation in a context turn after turn.
 //
 // How templates are chosen. GGUF files carry their template as Jinja text
-// (`tokenizer.chat_template`). tessera does not run Jinja: it recognises the template
-// *family* from distinctive substrings of that text ("<|im_start|>" -> chatml,
-// "<|start_header_id|>" -> llama3, "[INST]" -> llama-2 / mistral variants, ...) and renders
-// the family with built-in code, as llama.cpp's llama_chat_apply_template does, with the
-// same output for the same messages (except where noted below). A Jinja subset would run templates we have never
-// seen, but every real template leans on a different corner of Jinja (namespaces, filters,
-// macros, raise_exception) and a half-working interpreter fails silently with garbled
-// prompts; a fixed set of families is small, exact and testable. Unknown or absent
-// templates fall back to chatml (the caller is told, see for_model), and a family can be
-// named explicitly (`tessera chat --chat-template NAME`).
+// (`tokenizer.chat_template`, and named variants such as `tokenizer.chat_template.tool_use`).
+// tessera renders that text with its Jinja engine (tessera/jinja.h), as Hugging Face
+// transformers' apply_chat_template renders it: the model's own template is the default,
+// with the model's BOS and EOS texts as `bos_token` / `eos_token`, the request's tools as
+// `tools`, and extra variables (e.g. `enable_thinking`) as the caller gives them. A
+// template that does not parse is an error at load; one that raises while rendering
+// (raise_exception: a system role the model refuses, parallel calls a template cannot
+// write) is an error of that render, with the template's own message.
+//
+// Built-in families remain, as named choices (`--chat-template NAME`) and for files
+// without a template (then chatml, with a warning). A family renders with built-in code,
+// as llama.cpp's llama_chat_apply_template does, with the same output for the same
+// messages (except where noted below). The family is also recognised from a Jinja text by
+// distinctive substrings ("<|im_start|>" -> chatml, "<|start_header_id|>" -> llama3, ...):
+// it gives a Jinja template its end marker and assistant suffix (for templates of no
+// family they are read off a probe render).
 //
 // Families (names as llama.cpp spells them): chatml, llama2, llama2-sys, llama2-sys-bos,
 // llama2-sys-strip, llama3, llama4, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7,
@@ -24,10 +30,13 @@
 // spaces after its tags is mistral-v7-tekken (llama.cpp detects only mistral-v7).
 //
 // BOS is not part of the rendered text: the tokenizer adds it when the vocabulary asks
-// for it (encode(..., add_special=true)), on the first turn only.
+// for it (encode(..., add_special=true)), on the first turn only. A Jinja template that
+// writes bos_token itself has that leading text removed from its render when the
+// vocabulary adds BOS (no double BOS).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -42,15 +51,29 @@ namespace tessera {
 
 class Model;
 
-/// One message of a conversation. Roles: "system", "user", "assistant".
+/// One message of a conversation. Roles: "system", "user", "assistant" (and "tool",
+/// which only a Jinja template renders).
 struct ChatMessage {
   std::string role;
   std::string content;
+  /// The whole message as a JSON object, as an OpenAI client sent it (tool_calls,
+  /// tool_call_id, name...): what a Jinja template is given instead of {role, content}.
+  /// Empty: {role, content}.
+  std::string json = {};
 };
 
 namespace chat {
 struct Family;
+struct JinjaChat;
 }
+
+/// What a Jinja template may be given beyond role/content messages (the server's OpenAI
+/// requests): each a JSON text, empty when absent.
+struct ChatExtras {
+  std::string tools_json;     // the tools array: `tools`, and the tool_use template if any
+  std::string kwargs_json;    // an object whose members become variables (enable_thinking...)
+  std::string now;            // ISO-8601 time strftime_now() formats; empty: the current time
+};
 
 /// A chat template family: renders messages as the model's prompt text.
 class ChatTemplate {
@@ -63,26 +86,42 @@ class ChatTemplate {
   static std::optional<ChatTemplate> detect(std::string_view jinja_text);
   /// The family called `name`; errors list the known names.
   static Result<ChatTemplate> from_name(std::string_view name);
-  /// For a model: the family `name` when not empty; else the one detected from the
-  /// file's `tokenizer.chat_template`; else chatml, with a warning logged once (the
-  /// template is absent or of an unknown family). Errors: an unknown `name`.
+  /// For a model: the family `name` when not empty; else the file's own Jinja template
+  /// (`tokenizer.chat_template`, with `tokenizer.chat_template.tool_use` for requests
+  /// with tools); else chatml, with a warning logged once. Errors: an unknown `name`, a
+  /// template that does not parse (with its line and column).
   static Result<ChatTemplate> for_model(const Model& model, std::string_view name = {});
+  /// A Jinja template text (e.g. --chat-template-file) for `model` (its BOS/EOS texts).
+  static Result<ChatTemplate> from_jinja(std::string_view source, const Model* model = nullptr,
+                                         std::string_view tool_use_source = {});
   /// Every family name, in a stable order.
   static std::vector<std::string> names();
 
-  /// The family's name, e.g. "chatml".
+  /// The family's name, e.g. "chatml"; for a Jinja template the family it resembles, or
+  /// "jinja".
   std::string_view name() const;
+  /// True for a Jinja template (the model's own or a file's).
+  bool is_jinja() const { return jinja_ != nullptr; }
+  /// The Jinja text (empty for a family).
+  std::string_view source() const;
 
   /// The whole conversation as prompt text. `add_generation_prompt`: end with the text
-  /// that opens the assistant's reply (for families that have one).
-  std::string format(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+  /// that opens the assistant's reply (for families that have one). Errors: what a Jinja
+  /// template raises.
+  Result<std::string> format(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+  /// format() with what a Jinja template may use beyond role/content (a family renders
+  /// `messages` and ignores the extras).
+  Result<std::string> format(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                             const ChatExtras& extras) const;
 
   /// Only the text that `added` contributes after `history`: what a context that already
   /// holds format(history, false) must decode next. For every family the rendering of
   /// earlier messages does not depend on later ones, so this is a suffix of
-  /// format(history + added, add_generation_prompt).
-  std::string format_delta(std::span<const ChatMessage> history, std::span<const ChatMessage> added,
-                           bool add_generation_prompt) const;
+  /// format(history + added, add_generation_prompt). A Jinja template may render earlier
+  /// messages differently once later ones follow (Qwen3 drops the reasoning of earlier
+  /// replies): then this is an error, and the caller renders the whole conversation.
+  Result<std::string> format_delta(std::span<const ChatMessage> history, std::span<const ChatMessage> added,
+                                   bool add_generation_prompt) const;
 
   /// The text that ends an assistant message ("<|im_end|>", "<|eot_id|>", "</s>", ...):
   /// generation stops when the model writes it. Valid while this template lives.
@@ -98,9 +137,15 @@ class ChatTemplate {
 
  private:
   explicit ChatTemplate(const chat::Family* family) : family_(family) {}
-  const chat::Family* family_;
+  const chat::Family* family_;  // for a Jinja template: the family it resembles, or null
+  std::shared_ptr<const chat::JinjaChat> jinja_;
   std::string eos_ = "</s>";
 };
+
+/// What `tessera chat` and `serve` render with: the Jinja text of `jinja_file` when not
+/// empty (--chat-template-file), else ChatTemplate::for_model(model, name). Errors: an
+/// unreadable file, a template that does not parse, an unknown name.
+Result<ChatTemplate> choose_chat_template(const Model& model, std::string_view name, const std::string& jinja_file);
 
 /// Whether a model with this vocabulary can end its replies under `chat_template`: the
 /// template's end marker ("<|im_end|>", "</s>", ...) is one token of the vocabulary, as it
@@ -191,7 +236,7 @@ class ChatSession {
   /// Where the reply's text in pending_ stops (a blank line after some text), or npos.
   size_t blank_line_stop() const;
   /// Tokens of format(messages, generation_prompt) from the start of a context.
-  std::vector<TokenId> encode_all(std::span<const ChatMessage> messages,
+  Result<std::vector<TokenId>> encode_all(std::span<const ChatMessage> messages,
                                   bool generation_prompt) const;
   /// Drops the oldest turns of `messages` (not its system message, nor its last turn)
   /// until its tokens fit with `room` tokens to spare; returns those tokens and sets

@@ -58,6 +58,14 @@ struct GenerationRequest {
   int32_t max_tokens = -1;      // per choice; -1: until the sequence's context is full
   SamplerParams sampling;       // choice i draws with seed sampling.seed + i
   std::shared_ptr<const Grammar> grammar;  // optional: every choice follows it
+  // A lazy grammar (make_lazy_grammar_step): free until one of these texts appears in
+  // the output (`grammar_start_triggers`: only opening it), then `grammar` from there.
+  bool grammar_lazy = false;
+  std::vector<std::string> grammar_triggers;
+  std::vector<std::string> grammar_start_triggers;
+  // Control tokens give their text in the output (and to the grammar): tool-call
+  // markers such as "[TOOL_CALLS]" or "<|python_tag|>" often are such tokens.
+  bool render_special = false;
   std::vector<std::string> stop;           // stop strings: generation ends before them,
                                            // and their text is never delivered
   bool ignore_eos = false;   // end-of-generation tokens are forbidden (logit -inf)

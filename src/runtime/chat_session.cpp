@@ -29,10 +29,11 @@ int64_t ChatSession::reply_room() const {
   return std::min(reply_room_ + suffix, context_->n_ctx() / 2);
 }
 
-std::vector<TokenId> ChatSession::encode_all(std::span<const ChatMessage> messages,
-                                             bool generation_prompt) const {
-  return tokenizer_->encode(template_.format(messages, generation_prompt), true,
-                            /*parse_special=*/true);
+Result<std::vector<TokenId>> ChatSession::encode_all(std::span<const ChatMessage> messages,
+                                                     bool generation_prompt) const {
+  Result<std::string> text = template_.format(messages, generation_prompt);
+  if (!text) return text.status();
+  return tokenizer_->encode(*text, true, /*parse_special=*/true);
 }
 
 Result<std::vector<TokenId>> ChatSession::fit(std::vector<ChatMessage>& messages,
@@ -41,7 +42,9 @@ Result<std::vector<TokenId>> ChatSession::fit(std::vector<ChatMessage>& messages
   const size_t first_turn = !messages.empty() && messages[0].role == "system" ? 1 : 0;
   const int64_t n_ctx = context_->n_ctx();
   int dropped = 0;
-  std::vector<TokenId> tokens = encode_all(messages, generation_prompt);
+  Result<std::vector<TokenId>> encoded = encode_all(messages, generation_prompt);
+  if (!encoded) return encoded.status();
+  std::vector<TokenId> tokens = std::move(*encoded);
   while (int64_t(tokens.size()) + room > n_ctx) {
     // The oldest turn runs from its user message to the next one.
     size_t next = first_turn + 1;
@@ -49,7 +52,9 @@ Result<std::vector<TokenId>> ChatSession::fit(std::vector<ChatMessage>& messages
     if (next >= messages.size()) break;  // the last turn stays
     messages.erase(messages.begin() + ptrdiff_t(first_turn), messages.begin() + ptrdiff_t(next));
     ++dropped;
-    tokens = encode_all(messages, generation_prompt);
+    encoded = encode_all(messages, generation_prompt);
+    if (!encoded) return encoded.status();
+    tokens = std::move(*encoded);
   }
   if (int64_t(tokens.size()) > n_ctx) {
     return Status::error(std::string("chat: the context is full: ") + what + " needs " +
@@ -84,11 +89,21 @@ Status ChatSession::add_user_message(std::string_view text) {
   added.push_back({"user", std::string(text)});
   // Special-token texts of the template ("<|im_start|>", ...) become their ids; BOS only
   // opens the conversation.
-  const std::string delta = template_.format_delta(messages_, added, true);
-  const std::vector<TokenId> tokens = tokenizer_->encode(delta, first, /*parse_special=*/true);
-  if (tokens.empty()) return Status::error("chat: the turn renders to no tokens");
+  // A Jinja template may render the history differently once this turn follows (no
+  // delta): then the whole conversation is evaluated again.
+  const Result<std::string> delta = template_.format_delta(messages_, added, true);
+  std::vector<TokenId> tokens;
+  if (delta) {
+    tokens = tokenizer_->encode(*delta, first, /*parse_special=*/true);
+    if (tokens.empty()) return Status::error("chat: the turn renders to no tokens");
+  } else {
+    std::vector<ChatMessage> all = messages_;
+    all.insert(all.end(), added.begin(), added.end());
+    Result<std::string> whole = template_.format(all, true);
+    if (!whole) return whole.status();  // the template refuses the conversation
+  }
   const int64_t left = context_->n_ctx() - context_->n_past();
-  if (unclosed_ || int64_t(tokens.size()) + reply_room() > left) {
+  if (!delta || unclosed_ || int64_t(tokens.size()) + reply_room() > left) {
     // No room after the conversation: keep its most recent turns that fit with this one.
     std::vector<ChatMessage> all = messages_;
     all.insert(all.end(), added.begin(), added.end());

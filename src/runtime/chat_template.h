@@ -2,11 +2,14 @@
 // detection from Jinja text. The public face is tessera::ChatTemplate (tessera/chat.h).
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "tessera/chat.h"
+#include "tessera/jinja.h"
 
 namespace tessera::chat {
 
@@ -67,6 +70,30 @@ const Family* detect_family(std::string_view jinja_text);
 /// families with eos_close.
 void render(const Family& family, std::string_view eos, std::span<const ChatMessage> messages,
             bool add_generation_prompt, std::string& out);
+
+/// A model's Jinja chat template, parsed, with what it renders with.
+struct JinjaChat {
+  jinja::Template main;
+  std::optional<jinja::Template> tool_use;  // tokenizer.chat_template.tool_use
+  std::string source;
+  std::string bos;         // bos_token
+  std::string eos;         // eos_token
+  bool strip_bos = false;  // the vocabulary adds BOS: a leading bos_token is removed
+  std::string end_marker;
+  std::string assistant_suffix;
+  // The template renders a call's arguments only when they are an object (it iterates
+  // or indexes them): OpenAI's string arguments are parsed before rendering.
+  bool object_arguments = false;
+};
+
+/// Renders a Jinja chat template (chat_template_jinja.cpp).
+Result<std::string> render_jinja(const JinjaChat& chat, std::span<const ChatMessage> messages,
+                                 bool add_generation_prompt, const ChatExtras& extras);
+/// Parses `source` (and a tool_use variant) and finds the end marker and assistant
+/// suffix: from the family it resembles, else from a probe render.
+Result<std::shared_ptr<const JinjaChat>> make_jinja(std::string_view source, std::string_view tool_use_source,
+                                                    std::string bos, std::string eos, bool strip_bos,
+                                                    const Family* family);
 
 /// `s` without leading and trailing ASCII whitespace.
 std::string trim(std::string_view s);

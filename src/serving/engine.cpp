@@ -134,13 +134,19 @@ Result<std::unique_ptr<Running>> EngineImpl::prepare(GenerationRequest r, uint64
     if (!r.embedding) {
       SamplerParams sp = r.sampling;
       sp.seed = r.sampling.seed + uint64_t(i);
-      std::unique_ptr<SamplerStep> grammar = r.grammar ? make_grammar_step(r.grammar, tok_) : nullptr;
+      std::unique_ptr<SamplerStep> grammar;
+      if (r.grammar && r.grammar_lazy) {
+        grammar = make_lazy_grammar_step(r.grammar, tok_, r.grammar_triggers, r.grammar_start_triggers,
+                                         r.render_special);
+      } else if (r.grammar) {
+        grammar = make_grammar_step(r.grammar, tok_, r.render_special);
+      }
       Result<SamplerChain> chain = SamplerChain::create(sp, tok_.n_vocab(), std::move(grammar));
       if (!chain) return chain.status();
       c.sampler = std::move(*chain);
       c.sampler.accept_prompt(r.prompt);
     }
-    c.decoder = std::make_unique<StreamDecoder>(tok_);
+    c.decoder = std::make_unique<StreamDecoder>(tok_, r.render_special);
     c.stops = StopStrings(r.stop);
     run->choices.push_back(std::move(c));
   }

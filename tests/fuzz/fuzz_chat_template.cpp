@@ -40,9 +40,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const bool add_generation_prompt = in.ConsumeBool();
   const size_t split = messages.empty() ? 0 : in.ConsumeIntegralInRange<size_t>(0, messages.size());
-  const std::string whole = tmpl->format(messages, add_generation_prompt);
+  const std::string whole = tmpl->format(messages, add_generation_prompt).value();
   const std::span<const ChatMessage> all(messages);
-  const std::string delta = tmpl->format_delta(all.first(split), all.subspan(split), add_generation_prompt);
+  const std::string delta = tmpl->format_delta(all.first(split), all.subspan(split), add_generation_prompt).value();
   if (delta.size() > whole.size() || whole.compare(whole.size() - delta.size(), delta.size(), delta) != 0) {
     fuzz::property_failed("format_delta is not a suffix of format");
   }

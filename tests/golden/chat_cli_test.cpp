@@ -58,7 +58,7 @@ TEST(ChatCli, TwoTurnsOverAPipeReuseTheContext) {
   ASSERT_TRUE(m.is_ok());
   const std::vector<ChatMessage> history = {{"user", "Hello"}, {"assistant", "x"}};
   const std::vector<ChatMessage> added = {{"user", "Again"}};
-  const std::string delta = ChatTemplate().format_delta(history, added, true);
+  const std::string delta = ChatTemplate().format_delta(history, added, true).value();
   EXPECT_EQ(turns[1].decoded, (long long)(*m)->tokenizer()->encode(delta, false, true).size());
   // Between the turns: the reply (at most 8 tokens) and the closing "<|im_end|>\n".
   const long long suffix = (long long)(*m)->tokenizer()->encode("<|im_end|>\n", false, true).size();

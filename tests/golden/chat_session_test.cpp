@@ -63,7 +63,7 @@ TEST(ChatSession, EachTurnDecodesOnlyItsNewTokens) {
   // Turn 1: system + user, BOS first.
   ASSERT_TRUE(s.add_user_message("Hello").is_ok());
   const std::vector<ChatMessage> first = {{"system", "Be brief."}, {"user", "Hello"}};
-  const std::vector<TokenId> turn1 = f.tok->encode(chatml.format(first, true), true, true);
+  const std::vector<TokenId> turn1 = f.tok->encode(chatml.format(first, true).value(), true, true);
   EXPECT_EQ(turn1.front(), f.tok->bos());
   EXPECT_EQ(s.n_past(), int64_t(turn1.size()));
   EXPECT_EQ(s.last_turn_tokens(), int64_t(turn1.size()));
@@ -82,7 +82,7 @@ TEST(ChatSession, EachTurnDecodesOnlyItsNewTokens) {
   ASSERT_TRUE(s.add_user_message("Again").is_ok());
   const std::vector<ChatMessage> added = {{"user", "Again"}};
   const std::vector<TokenId> turn2 =
-      f.tok->encode(chatml.format_delta(history, added, true), false, true);
+      f.tok->encode(chatml.format_delta(history, added, true).value(), false, true);
   EXPECT_EQ(s.n_past() - before, int64_t(turn2.size()));
   EXPECT_EQ(s.last_turn_tokens(), int64_t(turn2.size()));
   EXPECT_LT(s.last_turn_tokens(), s.n_past() / 2);
@@ -186,7 +186,7 @@ std::pair<std::string, bool> push_text(ChatSession& s, const Tokenizer& tok,
 
 /// Tokens of the conversation from the start of a context, as a fresh evaluation has them.
 size_t conversation_tokens(const ChatSession& s, const Tokenizer& tok, bool generation_prompt) {
-  return tok.encode(s.chat_template().format(s.messages(), generation_prompt), true, true).size();
+  return tok.encode(s.chat_template().format(s.messages(), generation_prompt).value(), true, true).size();
 }
 
 TEST(ChatSession, WhenATurnDoesNotFitTheOldestTurnsAreDropped) {
@@ -321,7 +321,7 @@ TEST(ChatSession, ReplaceEvaluatesAConversationAndChecksItsOrder) {
   const std::vector<ChatMessage> more = {{"user", "More"}};
   EXPECT_EQ(
       s.last_turn_tokens(),
-      int64_t(f.tok->encode(ChatTemplate().format_delta(loaded, more, true), false, true).size()));
+      int64_t(f.tok->encode(ChatTemplate().format_delta(loaded, more, true).value(), false, true).size()));
   EXPECT_EQ(s.n_past(), n_loaded + s.last_turn_tokens());
   ASSERT_TRUE(s.end_reply().is_ok());
 

@@ -1,5 +1,6 @@
 // ChatTemplate::for_model: the template read from a model file's tokenizer.chat_template
-// (stories260K rewritten with a template added), the override, and the chatml fallback.
+// (stories260K rewritten with a template added) and rendered as Jinja, the override, a
+// template that does not parse, no double BOS, and the chatml fallback.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -56,8 +57,13 @@ TEST(ChatTemplateForModel, ReadsTheFilesTemplate) {
   WarningCatcher warnings;
   Result<ChatTemplate> t = ChatTemplate::for_model(**m);
   ASSERT_TRUE(t.is_ok());
-  EXPECT_EQ(t->name(), "llama3");
+  EXPECT_TRUE(t->is_jinja());
+  EXPECT_EQ(t->name(), "llama3");  // the family it resembles: its end marker
+  EXPECT_EQ(t->end_marker(), "<|eot_id|>");
   EXPECT_TRUE(warnings.lines.empty());
+  // The file's own text is what renders (this one has no generation prompt).
+  const std::vector<ChatMessage> m1 = {{"user", "  Hi  "}};
+  EXPECT_EQ(*t->format(m1, true), "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>");
   Result<ChatTemplate> named = ChatTemplate::for_model(**m, "gemma");
   ASSERT_TRUE(named.is_ok());
   EXPECT_EQ(named->name(), "gemma");
@@ -82,9 +88,9 @@ TEST(ChatTemplateForModel, ZephyrTakesTheModelsEosText) {
   std::remove(path.c_str());
 }
 
-TEST(ChatTemplateForModel, UnknownOrAbsentTemplatesFallBackToChatmlWithAWarning) {
+TEST(ChatTemplateForModel, TemplatesOfNoFamilyRenderAndAbsentOnesFallBackToChatml) {
   TESSERA_REQUIRE_SHARED(source, "models/stories260K.gguf");
-  const std::string path = with_template(source, "{{ messages }}");
+  const std::string path = with_template(source, "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}");
   Result<std::unique_ptr<Model>> unknown = Model::load(path);
   Result<std::unique_ptr<Model>> absent = Model::load(source);
   ASSERT_TRUE(unknown.is_ok() && absent.is_ok());
@@ -92,12 +98,48 @@ TEST(ChatTemplateForModel, UnknownOrAbsentTemplatesFallBackToChatmlWithAWarning)
   Result<ChatTemplate> a = ChatTemplate::for_model(**unknown);
   Result<ChatTemplate> b = ChatTemplate::for_model(**absent);
   ASSERT_TRUE(a.is_ok() && b.is_ok());
-  EXPECT_EQ(a->name(), "chatml");
+  EXPECT_EQ(a->name(), "jinja");
+  const std::vector<ChatMessage> m = {{"user", "Hi"}};
+  EXPECT_EQ(*a->format(m, true), "user: Hi\n");
   EXPECT_EQ(b->name(), "chatml");
-  ASSERT_EQ(warnings.lines.size(), 2u);
-  EXPECT_NE(warnings.lines[0].find("of no family tessera knows"), std::string::npos)
-      << warnings.lines[0];
-  EXPECT_NE(warnings.lines[1].find("has no chat template"), std::string::npos) << warnings.lines[1];
+  EXPECT_FALSE(b->is_jinja());
+  ASSERT_EQ(warnings.lines.size(), 1u);
+  EXPECT_NE(warnings.lines[0].find("has no chat template"), std::string::npos) << warnings.lines[0];
+  std::remove(path.c_str());
+}
+
+TEST(ChatTemplateForModel, ATemplateThatDoesNotParseIsAnErrorNamingTheFile) {
+  TESSERA_REQUIRE_SHARED(source, "models/stories260K.gguf");
+  const std::string path = with_template(source, "{% for m in messages %}{{ m.role }");
+  Result<std::unique_ptr<Model>> m = Model::load(path);
+  ASSERT_TRUE(m.is_ok());
+  Result<ChatTemplate> t = ChatTemplate::for_model(**m);
+  ASSERT_FALSE(t.is_ok());
+  EXPECT_NE(t.status().message().find(path), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("1:"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("--chat-template"), std::string::npos) << t.status().message();
+  // A family by name still works for such a file.
+  EXPECT_TRUE(ChatTemplate::for_model(**m, "chatml").is_ok());
+  std::remove(path.c_str());
+}
+
+TEST(ChatTemplateForModel, NoDoubleBos) {
+  TESSERA_REQUIRE_SHARED(source, "models/stories260K.gguf");
+  const std::string path =
+      with_template(source, "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}");
+  Result<std::unique_ptr<Model>> m = Model::load(path);
+  ASSERT_TRUE(m.is_ok());
+  const Tokenizer& tok = *(*m)->tokenizer();
+  ASSERT_TRUE(tok.add_bos_token());
+  Result<ChatTemplate> t = ChatTemplate::for_model(**m);
+  ASSERT_TRUE(t.is_ok());
+  const std::vector<ChatMessage> msgs = {{"user", "Hi"}};
+  const std::string text = *t->format(msgs, true);
+  EXPECT_EQ(text, "[user]Hi");  // the template's "<s>" is the tokenizer's BOS
+  const std::vector<TokenId> ids = tok.encode(text, true, true);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], tok.bos());
+  EXPECT_NE(ids.size() > 1 ? ids[1] : -1, tok.bos());
   std::remove(path.c_str());
 }
 

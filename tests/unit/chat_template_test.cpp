@@ -140,46 +140,46 @@ TEST(ChatTemplate, EveryFamilyHasAnExpectedText) {
 
 TEST(ChatTemplate, FormatsTheConversationOfEachFamily) {
   for (const auto& [name, expected] : expected_texts()) {
-    EXPECT_EQ(family(name).format(whole_conversation(), true), expected) << name;
+    EXPECT_EQ(family(name).format(whole_conversation(), true).value(), expected) << name;
   }
 }
 
 TEST(ChatTemplate, DeltaIsTheNewTurnOnly) {
   for (const auto& [name, expected] : expected_texts()) {
     const ChatTemplate t = family(name);
-    const std::string past = t.format(kHistory, false);
+    const std::string past = t.format(kHistory, false).value();
     ASSERT_EQ(expected.compare(0, past.size(), past), 0) << name;
-    EXPECT_EQ(t.format_delta(kHistory, kNewTurn, true), expected.substr(past.size())) << name;
+    EXPECT_EQ(t.format_delta(kHistory, kNewTurn, true).value(), expected.substr(past.size())) << name;
   }
   // Written out for a few families.
-  EXPECT_EQ(family("chatml").format_delta(kHistory, kNewTurn, true),
+  EXPECT_EQ(family("chatml").format_delta(kHistory, kNewTurn, true).value(),
             "<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(family("llama2-sys").format_delta(kHistory, kNewTurn, true),
+  EXPECT_EQ(family("llama2-sys").format_delta(kHistory, kNewTurn, true).value(),
             "[INST] Who are you [/INST]");
-  EXPECT_EQ(family("mistral-v1").format_delta(kHistory, kNewTurn, true),
+  EXPECT_EQ(family("mistral-v1").format_delta(kHistory, kNewTurn, true).value(),
             " [INST] Who are you [/INST]");
-  EXPECT_EQ(family("gemma").format_delta(kHistory, kNewTurn, true),
+  EXPECT_EQ(family("gemma").format_delta(kHistory, kNewTurn, true).value(),
             "<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n");
   // An empty history: the delta is the whole rendering (BOS is the tokenizer's business).
-  EXPECT_EQ(family("llama3").format_delta({}, kHistory, false),
-            family("llama3").format(kHistory, false));
+  EXPECT_EQ(family("llama3").format_delta({}, kHistory, false).value(),
+            family("llama3").format(kHistory, false).value());
 }
 
 TEST(ChatTemplate, AddGenerationPromptOnlyAppends) {
   for (const std::string& name : ChatTemplate::names()) {
     const ChatTemplate t = family(name);
-    const std::string without = t.format(whole_conversation(), false);
-    const std::string with = t.format(whole_conversation(), true);
+    const std::string without = t.format(whole_conversation(), false).value();
+    const std::string with = t.format(whole_conversation(), true).value();
     EXPECT_EQ(with.compare(0, without.size(), without), 0) << name;
   }
-  EXPECT_EQ(family("chatml").format(kNewTurn, false), "<|im_start|>user\nWho are you<|im_end|>\n");
+  EXPECT_EQ(family("chatml").format(kNewTurn, false).value(), "<|im_start|>user\nWho are you<|im_end|>\n");
 }
 
 TEST(ChatTemplate, AssistantSuffixFollowsEveryReply) {
   const std::vector<ChatMessage> conv = {{"user", "Hello"}, {"assistant", "Reply"}};
   for (const std::string& name : ChatTemplate::names()) {
     const ChatTemplate t = family(name);
-    const std::string text = t.format(conv, false);
+    const std::string text = t.format(conv, false).value();
     const std::string tail = "Reply" + t.assistant_suffix();
     ASSERT_GE(text.size(), tail.size()) << name;
     EXPECT_EQ(text.substr(text.size() - tail.size()), tail) << name;
@@ -197,7 +197,7 @@ TEST(ChatTemplate, TrimsContentWhereTheTemplateDoes) {
   const std::vector<ChatMessage> conv = {{"user", "Who are you"},
                                          {"assistant", "   I am an assistant   "}};
   for (const std::string& name : ChatTemplate::names()) {
-    const std::string text = family(name).format(conv, false);
+    const std::string text = family(name).format(conv, false).value();
     const bool trims = std::find(trimming.begin(), trimming.end(), name) != trimming.end();
     EXPECT_EQ(text.find("   I am an assistant   ") == std::string::npos, trims) << name;
     EXPECT_NE(text.find("I am an assistant"), std::string::npos) << name;
@@ -207,7 +207,7 @@ TEST(ChatTemplate, TrimsContentWhereTheTemplateDoes) {
 TEST(ChatTemplate, ZephyrEndsMessagesWithTheModelsEos) {
   ChatTemplate t = family("zephyr");
   t.set_eos_text("<|endoftext|>");  // stablelm-zephyr; llama.cpp's zephyr output
-  EXPECT_EQ(t.format(kNewTurn, true), "<|user|>\nWho are you<|endoftext|>\n<|assistant|>\n");
+  EXPECT_EQ(t.format(kNewTurn, true).value(), "<|user|>\nWho are you<|endoftext|>\n<|assistant|>\n");
   EXPECT_EQ(t.end_marker(), "<|endoftext|>");
   EXPECT_EQ(t.assistant_suffix(), "<|endoftext|>\n");
 }
@@ -215,8 +215,8 @@ TEST(ChatTemplate, ZephyrEndsMessagesWithTheModelsEos) {
 TEST(ChatTemplate, GemmaKeepsASystemMessageForTheFirstUserTurn) {
   const ChatTemplate t = family("gemma");
   const std::vector<ChatMessage> sys = {{"system", " Be brief. "}};
-  EXPECT_EQ(t.format(sys, false), "");
-  EXPECT_EQ(t.format_delta(sys, kNewTurn, true),
+  EXPECT_EQ(t.format(sys, false).value(), "");
+  EXPECT_EQ(t.format_delta(sys, kNewTurn, true).value(),
             "<start_of_turn>user\nBe brief.\n\nWho are you<end_of_turn>\n<start_of_turn>model\n");
 }
 

@@ -17,6 +17,7 @@ struct ChatOptions {
   PlacementOptions placement;     // --layers, --mpi, --mpi-layers
   std::string system;
   std::string chat_template;
+  std::string chat_template_file;  // --chat-template-file: Jinja text instead of the model's
   int n_predict = -1;
   bool n_predict_given = false;  // else a model that never ends its replies gets a default
   int threads = default_threads();

@@ -99,7 +99,7 @@ Result<Chat> open_chat(const ChatOptions& o) {
   if (!c.model->tokenizer()) {
     return Status::error(o.model + ": the model has no usable tokenizer, so it cannot chat");
   }
-  Result<ChatTemplate> tmpl = ChatTemplate::for_model(*c.model, o.chat_template);
+  Result<ChatTemplate> tmpl = choose_chat_template(*c.model, o.chat_template, o.chat_template_file);
   if (!tmpl) return tmpl.status();
   c.chat_template = *tmpl;
   ContextParams cp;
@@ -304,8 +304,9 @@ Command add_chat(CLI::App& app) {
       "and /load FILE (the conversation as JSON: {\"messages\": [{\"role\", \"content\"}, ...]}),\n"
       "/bye or /exit (quit; so do Ctrl-D and Ctrl-C twice at the prompt). Other /words are\n"
       "refused; a line that starts with // is sent with one / less.\n"
-      "The chat template comes from the model's tokenizer.chat_template (recognised families;\n"
-      "chatml when absent or unknown, with a warning).");
+      "The chat template is the model's own (tokenizer.chat_template, rendered as Jinja), or\n"
+      "--chat-template-file's, or the built-in family --chat-template names; chatml when the\n"
+      "file has none, with a warning.");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
@@ -329,8 +330,12 @@ Command add_chat(CLI::App& app) {
       ->check(NumberRange(int64_t(0), int64_t(1) << 24));
   std::string names;
   for (const std::string& n : ChatTemplate::names()) names += (names.empty() ? "" : ", ") + n;
-  cmd->add_option("--chat-template", o->chat_template,
-                  "template family instead of the model's: " + names);
+  auto* family = cmd->add_option("--chat-template", o->chat_template,
+                                 "built-in template family instead of the model's own: " + names);
+  cmd->add_option("--chat-template-file", o->chat_template_file,
+                  "Jinja chat template (as in tokenizer_config.json) instead of the model's own")
+      ->check(CLI::ExistingFile)
+      ->excludes(family);
   return {cmd, [o, n_predict, seed] {
             o->n_predict_given = n_predict->count() > 0;
             o->sampling.seed = resolve_seed(*seed);

@@ -19,6 +19,7 @@ struct ServeFlags {
   PlacementOptions placement;     // -ngl, --device, --layers, --mpi, --mpi-layers
   bool no_webui = false;
   bool no_prefix_cache = false;
+  bool jinja_accepted = false;  // --jinja: nothing to change
   int32_t n_predict = -1;               // -n, copied into o.n_predict when given
   CLI::Option* n_predict_flag = nullptr;
 };
@@ -149,8 +150,20 @@ void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_flag("--strict-model", f.o.strict_model,
                 "answer 404 model_not_found to a request whose 'model' is not the alias, the file name or the "
                 "path (without it the field is ignored, as llama-server does)");
-  cmd->add_option("--chat-template", f.o.chat_template,
-                  "chat template family instead of the model's own (see 'tessera chat --help' for names)");
+  auto* family = cmd->add_option("--chat-template", f.o.chat_template,
+                                 "built-in chat template family instead of the model's own Jinja template "
+                                 "(see 'tessera chat --help' for names)");
+  cmd->add_option("--chat-template-file", f.o.chat_template_file,
+                  "Jinja chat template (as in tokenizer_config.json) instead of the model's own")
+      ->check(CLI::ExistingFile)
+      ->excludes(family);
+  cmd->add_option("--reasoning-format", f.o.reasoning_format,
+                  "where a thinking model's <think>...</think> goes: deepseek (message.reasoning_content; "
+                  "auto is the same) or none (left in the content); a request's reasoning_format overrides it")
+      ->check(CLI::IsMember({"none", "deepseek", "auto"}))
+      ->capture_default_str();
+  cmd->add_flag("--jinja", f.jinja_accepted,
+                "accepted (llama-server's --jinja): the model's own Jinja template is the default already");
   cmd->add_flag("--embeddings", f.o.embeddings, "answer POST /v1/embeddings (without: 501)");
   cmd->add_flag("--no-prefix-cache", f.no_prefix_cache,
                 "do not keep finished requests' cells to reuse as prompt prefixes");

@@ -303,8 +303,12 @@ void handle_detokenize(ServerContext& ctx, const HttpRequest& req, HttpResponse&
 void handle_apply_template(ServerContext& ctx, const HttpRequest& req, HttpResponse& res) {
   ctx.require_ready();
   const json body = parse_body(req.body);
-  const std::vector<ChatMessage> messages = decode_messages(Fields(body));
-  send_json(res, {{"prompt", ctx.chat_template->format(messages, true)}});
+  std::vector<ChatMessage> messages = decode_messages(Fields(body));
+  // Tools and template variables render as they would in a chat request.
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(req.body);
+  ChatExtras extras;
+  decode_chat_tools(Fields(body), ordered, ctx, messages, extras);
+  send_json(res, {{"prompt", render_chat(ctx, messages, extras)}});
 }
 
 void handle_props(ServerContext& ctx, const HttpRequest&, HttpResponse& res) {

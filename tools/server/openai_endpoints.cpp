@@ -29,21 +29,23 @@ void run_openai(ServerContext& ctx, const HttpRequest& req, HttpResponse& res, D
   ctx.require_ready();
   const json body = parse_body(req.body);
   ctx.check_model(Fields(body));
-  const Job job = decode_job(body, dialect, ctx);
   const bool chat = dialect == Dialect::Chat;
+  // The chat template renders messages and tools with the client's key order.
+  const nlohmann::ordered_json ordered = chat ? nlohmann::ordered_json::parse(req.body) : nlohmann::ordered_json();
+  const Job job = decode_job(body, dialect, ctx, chat ? &ordered : nullptr);
   const ResponseMeta meta{ctx.make_id(chat ? "chatcmpl-" : "cmpl-"), unix_time(), ctx.model_name,
                           build_fingerprint(), job.truncated(), chat ? job.dropped_messages : -1};
   auto run = std::make_shared<JobRun>(ctx, job);
   const bool logprobs = job.request.logprobs;
   if (job.stream) {
-    auto fmt = chat ? chat_stream_formatter(meta, logprobs, job.include_usage, ctx.tokenizer())
+    auto fmt = chat ? chat_stream_formatter(meta, logprobs, job.include_usage, ctx.tokenizer(), job.reply)
                     : completion_stream_formatter(meta, logprobs, job.include_usage, ctx.tokenizer());
     stream_response(req, res, ctx, run, fmt);
     return;
   }
   ConnectionWatch watch(req);
   const JobOutput out = collect(*run, ctx, watch);
-  send_json(res, chat ? chat_response(meta, out, logprobs, run->timed_out(), ctx.tokenizer())
+  send_json(res, chat ? chat_response(meta, out, logprobs, run->timed_out(), ctx.tokenizer(), job.reply)
                       : completion_response(meta, out, logprobs, run->timed_out(), ctx.tokenizer()));
 }
 

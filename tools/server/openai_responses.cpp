@@ -68,15 +68,17 @@ json legacy_logprobs_json(const std::vector<TokenInfo>& tokens, const Tokenizer&
 }
 
 json chat_response(const ResponseMeta& meta, const JobOutput& out, bool logprobs, bool timed_out,
-                   const Tokenizer& tok) {
+                   const Tokenizer& tok, const ReplyPlan& plan) {
   json r = envelope(meta, "chat.completion");
   json choices = json::array();
   for (size_t i = 0; i < out.choices.size(); ++i) {
     const ChoiceOutput& c = out.choices[i];
+    bool has_calls = false;
+    json message = reply_message(plan, c.text, has_calls);
     choices.push_back({{"index", i},
-                       {"message", {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}}},
+                       {"message", std::move(message)},
                        {"logprobs", logprobs ? chat_logprobs_json(c.tokens, tok) : json(nullptr)},
-                       {"finish_reason", finish_name(c.finish, timed_out)}});
+                       {"finish_reason", has_calls ? "tool_calls" : finish_name(c.finish, timed_out)}});
   }
   r["choices"] = choices;
   r["usage"] = usage_json(out.usage);
@@ -135,7 +137,9 @@ class OpenAiStream : public SseFormatter {
 
 class ChatStream : public OpenAiStream {
  public:
-  using OpenAiStream::OpenAiStream;
+  ChatStream(ResponseMeta meta, const char* object, bool logprobs, bool include_usage, const Tokenizer& tok,
+             ReplyPlan plan)
+      : OpenAiStream(std::move(meta), object, logprobs, include_usage, tok), plan_(std::move(plan)) {}
 
   std::string event(const Event& e, bool timed_out) override {
     std::string out;
@@ -143,6 +147,7 @@ class ChatStream : public OpenAiStream {
       out += chunk({{"index", e.choice}, {"delta", {{"role", "assistant"}, {"content", ""}}},
                     {"logprobs", nullptr}, {"finish_reason", nullptr}});
     }
+    if (plan_.parse) return out + parsed_event(e, timed_out);
     if (e.kind == Event::Kind::Token && (!e.text.empty() || logprobs_)) {
       json lp = nullptr;
       if (logprobs_) {
@@ -161,7 +166,59 @@ class ChatStream : public OpenAiStream {
   }
 
  private:
+  // The reply through its choice's StreamParser: content, reasoning_content and
+  // tool_calls deltas as OpenAI streams them (a call's id and name first, then its
+  // arguments).
+  std::string parsed_event(const Event& e, bool timed_out) {
+    auto [it, fresh] = parsers_.try_emplace(e.choice, plan_.format, plan_.options);
+    tool_calls::StreamParser& parser = it->second;
+    std::string out;
+    if (e.kind == Event::Kind::Token) {
+      json lp = nullptr;
+      if (logprobs_) lp = chat_logprobs_json({TokenInfo{e.token, e.piece, e.logprob.logprob, e.top, 0}}, tok_);
+      out += delta_chunks(e.choice, parser.feed(e.text), lp);
+    } else if (e.kind == Event::Kind::ChoiceDone) {
+      tool_calls::Delta d = parser.feed(e.text);
+      tool_calls::Delta rest = parser.finish();
+      out += delta_chunks(e.choice, d, nullptr);
+      out += delta_chunks(e.choice, rest, nullptr);
+      const bool calls = called_.count(e.choice) > 0;
+      out += chunk({{"index", e.choice}, {"delta", json::object()}, {"logprobs", nullptr},
+                    {"finish_reason", calls ? "tool_calls" : finish_name(e.finish, timed_out)}});
+    }
+    return out;
+  }
+
+  std::string delta_chunks(int choice, const tool_calls::Delta& d, const json& lp) {
+    std::string out;
+    if (!d.reasoning.empty()) {
+      out += chunk({{"index", choice}, {"delta", {{"reasoning_content", d.reasoning}}}, {"logprobs", nullptr},
+                    {"finish_reason", nullptr}});
+    }
+    if (!d.content.empty() || (!lp.is_null() && d.calls.empty())) {
+      out += chunk({{"index", choice}, {"delta", {{"content", d.content}}}, {"logprobs", lp}, {"finish_reason", nullptr}});
+    }
+    for (const tool_calls::Delta::CallDelta& c : d.calls) {
+      called_.insert(choice);
+      json call = {{"index", c.index}};
+      json fn = json::object();
+      if (!c.id.empty()) {
+        call["id"] = c.id;
+        call["type"] = "function";
+      }
+      if (!c.name.empty()) fn["name"] = c.name;
+      fn["arguments"] = c.arguments;
+      call["function"] = fn;
+      out += chunk({{"index", choice}, {"delta", {{"tool_calls", json::array({call})}}}, {"logprobs", nullptr},
+                    {"finish_reason", nullptr}});
+    }
+    return out;
+  }
+
   std::set<int> started_;
+  ReplyPlan plan_;
+  std::map<int, tool_calls::StreamParser> parsers_;
+  std::set<int> called_;
 };
 
 class CompletionStream : public OpenAiStream {
@@ -192,8 +249,8 @@ class CompletionStream : public OpenAiStream {
 }  // namespace
 
 std::shared_ptr<SseFormatter> chat_stream_formatter(ResponseMeta meta, bool logprobs, bool include_usage,
-                                                    const Tokenizer& tok) {
-  return std::make_shared<ChatStream>(std::move(meta), "chat.completion.chunk", logprobs, include_usage, tok);
+                                                    const Tokenizer& tok, const ReplyPlan& plan) {
+  return std::make_shared<ChatStream>(std::move(meta), "chat.completion.chunk", logprobs, include_usage, tok, plan);
 }
 
 std::shared_ptr<SseFormatter> completion_stream_formatter(ResponseMeta meta, bool logprobs, bool include_usage,

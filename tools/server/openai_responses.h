@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "server/chat_tools.h"
 #include "server/generation.h"
 #include "server/sse.h"
 
@@ -32,14 +33,15 @@ nlohmann::json legacy_logprobs_json(const std::vector<TokenInfo>& tokens, const 
 /// The UTF-8 bytes of a token's text, as numbers.
 nlohmann::json bytes_json(const std::string& piece);
 
+/// `plan`: how each choice's text is read (content, reasoning_content, tool_calls).
 nlohmann::json chat_response(const ResponseMeta& meta, const JobOutput& out, bool logprobs, bool timed_out,
-                             const Tokenizer& tok);
+                             const Tokenizer& tok, const ReplyPlan& plan = {});
 nlohmann::json completion_response(const ResponseMeta& meta, const JobOutput& out, bool logprobs,
                                    bool timed_out, const Tokenizer& tok);
 
 /// Streaming formatters (chat.completion.chunk, text_completion chunks).
 std::shared_ptr<SseFormatter> chat_stream_formatter(ResponseMeta meta, bool logprobs, bool include_usage,
-                                                    const Tokenizer& tok);
+                                                    const Tokenizer& tok, const ReplyPlan& plan = {});
 std::shared_ptr<SseFormatter> completion_stream_formatter(ResponseMeta meta, bool logprobs, bool include_usage,
                                                           const Tokenizer& tok);
 

@@ -52,14 +52,29 @@ std::vector<TokenId> encode_prompt(const ServerContext& ctx, const std::string& 
   return ids;
 }
 
+}  // namespace
+
+std::string render_chat(const ServerContext& ctx, std::span<const ChatMessage> messages, const ChatExtras& extras) {
+  Result<std::string> text = ctx.chat_template->format(messages, true, extras);
+  // What a template raises (a role it refuses, a call id of the wrong form) is about the
+  // request: a 400 with the template's own message.
+  if (!text) throw bad_field("messages", text.status().message());
+  return *text;
+}
+
+namespace {
+
 /// The chat prompt, the oldest turns left out when the history leaves too little room
 /// for the answer (context_fit.h).
 void chat_prompt(const std::vector<ChatMessage>& messages, const ServerContext& ctx, Job& job) {
   const int64_t n_ctx = ctx.seq_ctx();
+  std::string text;  // of the last render: the prompt
   const ChatRender render = [&](std::span<const ChatMessage> m) {
-    return encode_prompt(ctx, ctx.chat_template->format(m, true), "messages");
+    text = render_chat(ctx, m, job.chat_extras);
+    return encode_prompt(ctx, text, "messages");
   };
   ChatFit fit = fit_chat(messages, n_ctx, answer_room(job.request.max_tokens, n_ctx), render);
+  finish_chat_tools(job.reply, text, job.request);
   job.prompts = {std::move(fit.prompt)};
   job.prompt_truncated = {fit.dropped_messages > 0};
   job.dropped_messages = fit.dropped_messages;
@@ -246,9 +261,12 @@ std::vector<ChatMessage> decode_messages(const Fields& body) {
     if (!role) throw bad_field(f.name("role"), "'" + f.name("role") + "' is required");
     ChatMessage msg;
     msg.role = *role == "developer" ? "system" : *role;
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
-      throw bad_field(f.name("role"), "'" + f.name("role") + "' must be system, developer, user or assistant, not \"" +
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool") {
+      throw bad_field(f.name("role"), "'" + f.name("role") + "' must be system, developer, user, assistant or tool, not \"" +
                                           *role + "\"");
+    }
+    if (const json* calls = f.get("tool_calls"); calls && !calls->is_array()) {
+      throw bad_field(f.name("tool_calls"), "'" + f.name("tool_calls") + "' must be an array");
     }
     // Only an assistant message may come without content (null is absent, as everywhere).
     const json* content = f.get("content");
@@ -261,13 +279,18 @@ std::vector<ChatMessage> decode_messages(const Fields& body) {
   return out;
 }
 
-Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx) {
+Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx, const nlohmann::ordered_json* ordered) {
   const Fields body(body_json);
   Job job;
   std::vector<ChatMessage> messages;
   InfillPrompt infill;
   switch (dialect) {
-    case Dialect::Chat: messages = decode_messages(body); break;
+    case Dialect::Chat: {
+      messages = decode_messages(body);
+      const nlohmann::ordered_json fallback = ordered ? nlohmann::ordered_json() : nlohmann::ordered_json::parse(body_json.dump());
+      job.reply = decode_chat_tools(body, ordered ? *ordered : fallback, ctx, messages, job.chat_extras);
+      break;
+    }
     case Dialect::Completion: job.prompts = completion_prompts(body, ctx); break;
     case Dialect::Llama: job.prompts = llama_prompt(body, ctx); break;
     case Dialect::Infill:

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "server/chat_tools.h"
 #include "server/json_fields.h"
 #include "tessera/chat.h"
 #include "tessera/serving.h"
@@ -25,6 +26,8 @@ struct Job {
   std::vector<std::string> response_fields;  // /completion: the final object's fields to keep (empty: all)
   std::vector<bool> prompt_truncated;  // per prompt: cut to fit the context (context_fit.h)
   int dropped_messages = 0;            // chat: the oldest messages left out to fit the context
+  ChatExtras chat_extras;              // chat: tools and template variables for a Jinja template
+  ReplyPlan reply;                     // chat: how replies are read (tool calls, reasoning)
 
   /// True when a prompt was cut or messages were left out.
   bool truncated() const;
@@ -38,12 +41,19 @@ enum class Dialect {
   Infill,      // POST /infill: /completion's fields and shape, a fill-in-the-middle prompt
 };
 
-/// The messages of a chat request (`messages`: roles system/developer/user/assistant;
-/// content a string, null, or an array of {type:"text", text} parts).
+/// The messages of a chat request (`messages`: roles system/developer/user/assistant/tool;
+/// content a string, null, or an array of {type:"text", text} parts; an assistant
+/// message may have only tool_calls).
 std::vector<ChatMessage> decode_messages(const Fields& body);
 
-/// The whole request for `dialect`.
-Job decode_job(const json& body, Dialect dialect, const ServerContext& ctx);
+/// The chat prompt text of `messages` under the server's template. Throws a 400
+/// (param "messages") with the template's message when the template raises.
+std::string render_chat(const ServerContext& ctx, std::span<const ChatMessage> messages, const ChatExtras& extras);
+
+/// The whole request for `dialect`. `ordered`: the same body with its key order (chat:
+/// what the template renders of messages and tools keeps the client's order); null: `body`.
+Job decode_job(const json& body, Dialect dialect, const ServerContext& ctx,
+               const nlohmann::ordered_json* ordered = nullptr);
 
 /// A /v1/embeddings or /embeddings request: `input` (or llama.cpp's `content`): a string,
 /// strings, token ids, or lists of token ids; `pooling` (default: the server's --pooling;

@@ -86,7 +86,7 @@ Status load(ServerContext& ctx, const serving::EngineParams& params) {
   Result<std::unique_ptr<Model>> model = o.model.empty() ? Model::load_default(mp) : Model::load(o.model, mp);
   if (!model) return model.status();
   if (!(*model)->tokenizer()) return Status::error(o.model + ": the model has no usable tokenizer, so it cannot serve text");
-  Result<ChatTemplate> tmpl = ChatTemplate::for_model(**model, o.chat_template);
+  Result<ChatTemplate> tmpl = choose_chat_template(**model, o.chat_template, o.chat_template_file);
   if (!tmpl) return tmpl.status();
   Result<std::unique_ptr<serving::Engine>> engine = serving::Engine::create(**model, params);
   if (!engine) return engine.status();

@@ -36,6 +36,8 @@ struct ServerOptions {
   std::string alias;     // the model's name in responses (default: the file name)
   bool strict_model = false;  // --strict-model: a request naming another model is a 404
   std::string chat_template;
+  std::string chat_template_file;  // --chat-template-file
+  std::string reasoning_format = "deepseek";  // --reasoning-format: none, deepseek (auto = deepseek)
   // Defaults of every request that leaves a field out (or sends null), llama-server's
   // flags: --temp, --top-k, --top-p, --min-p, --repeat-penalty set these; the rest stay
   // SamplerParams's. --seed: -1 draws a random seed per request. -n: the token limit
