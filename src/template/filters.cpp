@@ -20,7 +20,7 @@ int64_t int_arg(const Value& v, int64_t fallback) {
   if (v.is_undefined() || v.is_none()) return fallback;
   if (v.kind == Value::Kind::Int) return v.i;
   if (v.kind == Value::Kind::Bool) return v.b;
-  if (v.kind == Value::Kind::Float) return int64_t(v.f);
+  if (v.kind == Value::Kind::Float) return saturate_to_int(v.f);
   type_error("an integer is required, got " + type_name(v));
 }
 
@@ -44,7 +44,10 @@ Value f_slice(Interpreter& in, const Value& obj, Args& a) {
   const int64_t stop = clamp(a.positional[2], step > 0 ? n : -1);
   Items items;
   std::string text;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  // Counted, so that a huge step cannot overflow the index.
+  const int64_t count = step > 0 ? (stop > start ? (stop - start - 1) / step + 1 : 0)
+                                 : (start > stop ? (start - stop - 1) / -step + 1 : 0);
+  for (int64_t k = 0, i = start; k < count; ++k, i += (k < count ? step : 0)) {
     in.step();
     if (is_str) text += chars[size_t(i)];
     else items.push_back((*obj.list)[size_t(i)]);
@@ -199,12 +202,14 @@ Value f_int(Interpreter&, const Value& v, Args& a) {
     case Value::Kind::Bool: return Value::integer(v.b);
     case Value::Kind::Float:
       if (!std::isfinite(v.f)) return fallback;
-      return Value::integer(int64_t(v.f));
+      // Past int64 Python gives a big int; here the float stays (tessera/jinja.h).
+      return fits_int(v.f) ? Value::integer(int64_t(v.f)) : Value::number(std::trunc(v.f));
     case Value::Kind::String: {
       int64_t i = 0;
       if (parse_int(v.str(), base, i)) return Value::integer(i);
       double d = 0;
-      if (parse_float(v.str(), d) && std::isfinite(d)) return Value::integer(int64_t(d));
+      if (parse_float(v.str(), d) && std::isfinite(d))
+        return fits_int(d) ? Value::integer(int64_t(d)) : Value::number(std::trunc(d));
       return fallback;
     }
     default: return fallback;
@@ -396,15 +401,20 @@ Value f_sum(Interpreter& in, const Value& v, Args& a) {
     if (!total.is_number() || !item.is_number()) type_error("unsupported operand type(s) for +");
     if (total.kind == Value::Kind::Float || item.kind == Value::Kind::Float)
       total = Value::number(total.as_double() + item.as_double());
+    else if (int64_t r = 0; !__builtin_add_overflow(int_arg(total, 0), int_arg(item, 0), &r))
+      total = Value::integer(r);
     else
-      total = Value::integer(int_arg(total, 0) + int_arg(item, 0));
+      total = Value::number(total.as_double() + item.as_double());
   }
   return total;
 }
 
 Value f_abs(Interpreter&, const Value& v, Args&) {
   if (v.kind == Value::Kind::Float) return Value::number(std::fabs(v.f));
-  if (v.is_number()) return Value::integer(std::llabs(int_arg(v, 0)));
+  if (v.is_number()) {
+    const int64_t i = int_arg(v, 0);
+    return i == INT64_MIN ? Value::number(-double(i)) : Value::integer(i < 0 ? -i : i);
+  }
   type_error("bad operand type for abs(): '" + type_name(v) + "'");
 }
 
@@ -495,8 +505,10 @@ Value f_batch(Interpreter& in, const Value& v, Args& a) {
     }
   }
   if (!cur.empty()) {
-    if (!fill.is_none())
+    if (!fill.is_none()) {
+      in.step(size - int64_t(cur.size()));  // a huge linecount stops at the step limit
       while (int64_t(cur.size()) < size) cur.push_back(fill);
+    }
     out.push_back(Value::make_list(std::move(cur)));
   }
   return Value::make_list(std::move(out));

@@ -36,11 +36,17 @@ Value range(Interpreter& in, Args& a) {
     type_error("range expected 1 to 3 arguments, got " + std::to_string(a.positional.size()));
   }
   if (step == 0) fail("ValueError", "range() arg 3 must not be zero");
-  const double count = std::max(0.0, std::ceil((double(stop) - double(start)) / double(step)));
-  if (count > double(kMaxRange))
+  // Python's len(range(start, stop, step)), exactly: the distance fits a uint64.
+  const bool up = step > 0;
+  const bool empty = up ? stop <= start : stop >= start;
+  const uint64_t span = empty ? 0 : up ? uint64_t(stop) - uint64_t(start) : uint64_t(start) - uint64_t(stop);
+  const uint64_t stride = up ? uint64_t(step) : 0 - uint64_t(step);
+  const uint64_t count = span == 0 ? 0 : (span - 1) / stride + 1;
+  if (count > uint64_t(kMaxRange))
     fail("OverflowError", "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   Items items;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) items.push_back(Value::integer(i));
+  // Modular uint64 arithmetic: every value lies between start and stop, so it is exact.
+  for (uint64_t k = 0; k < count; ++k) items.push_back(Value::integer(int64_t(uint64_t(start) + k * uint64_t(step))));
   in.step(int64_t(items.size()));
   return Value::make_list(std::move(items));
 }

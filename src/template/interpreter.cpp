@@ -46,7 +46,9 @@ int64_t as_int(const Value& v) {
 }
 
 void Interpreter::step(int64_t n) {
-  steps_ += n;
+  // Saturating: a caller may ask for an enormous amount of work at once.
+  if (n < 0 || n > limits_.max_steps - steps_) steps_ = limits_.max_steps + 1;
+  else steps_ += n;
   if (steps_ > limits_.max_steps)
     fail("LimitError", "the template ran past " + std::to_string(limits_.max_steps) + " steps");
 }
@@ -450,13 +452,17 @@ Value arith(const std::string& op, const Value& a, const Value& b, Interpreter& 
         return Value::integer(op == "//" ? q : m);
       }
       if (op == "**" && y >= 0) {
-        double p = std::pow(double(x), double(y));
-        if (std::fabs(p) < 9.0e18) {
-          int64_t acc = 1;
-          for (int64_t k = 0; k < y; ++k) acc *= x;
-          return Value::integer(acc);
+        // By squaring (O(log y) even for 1 ** 10**13); past int64 a float, where Python
+        // would keep a big int.
+        int64_t result = 1, base = x, e = y;
+        bool overflow = false;
+        while (e > 0 && !overflow) {
+          if (e & 1) overflow = __builtin_mul_overflow(result, base, &result);
+          e >>= 1;
+          if (e > 0 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
         }
-        return Value::number(p);
+        if (!overflow) return Value::integer(result);
+        return Value::number(std::pow(double(x), double(y)));
       }
     }
     const double x = a.as_double(), y = b.as_double();

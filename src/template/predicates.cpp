@@ -31,7 +31,7 @@ bool has_lower(const std::string& s, bool want_lower) {
 int64_t integer_of(const Value& v) {
   if (v.kind == K::Bool) return v.b;
   if (v.kind == K::Int) return v.i;
-  if (v.kind == K::Float) return int64_t(v.f);
+  if (v.kind == K::Float) return saturate_to_int(v.f);
   type_error("an integer is required, got " + type_name(v));
 }
 

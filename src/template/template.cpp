@@ -38,6 +38,11 @@ Result<Template> Template::parse(std::string_view source) {
 
 Result<std::string> Template::render(std::string_view context_json, const RenderOptions& options) const {
   nlohmann::ordered_json context;
+  int depth = 0;  // bounded nesting before the recursive JSON parser runs
+  for (char c : context_json) {
+    depth += (c == '[' || c == '{') - (c == ']' || c == '}');
+    if (depth > 512) return Status::error("template context: nested deeper than 512");
+  }
   try {
     context = nlohmann::ordered_json::parse(context_json);
   } catch (const nlohmann::json::exception& e) {

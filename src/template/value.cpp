@@ -1,5 +1,6 @@
 #include "template/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -42,8 +43,19 @@ Value Value::string(std::string x) {
   v.s = std::make_shared<const std::string>(std::move(x));
   return v;
 }
+namespace {
+uint16_t nesting_of(int deepest_child) {
+  if (deepest_child + 1 > Value::kMaxNesting)
+    fail("LimitError", "lists and dicts nested deeper than " + std::to_string(Value::kMaxNesting));
+  return uint16_t(deepest_child + 1);
+}
+}  // namespace
+
 Value Value::make_list(Items items, bool tuple) {
   Value v;
+  int deepest = 0;
+  for (const Value& x : items) deepest = std::max<int>(deepest, x.nesting);
+  v.nesting = nesting_of(deepest);
   v.kind = Kind::List;
   v.list = std::make_shared<Items>(std::move(items));
   v.is_tuple = tuple;
@@ -51,6 +63,9 @@ Value Value::make_list(Items items, bool tuple) {
 }
 Value Value::make_dict(std::shared_ptr<Dict> d) {
   Value v;
+  int deepest = 0;
+  for (const auto& [k, x] : d->entries) deepest = std::max<int>({deepest, k.nesting, x.nesting});
+  v.nesting = nesting_of(deepest);
   v.kind = Kind::Dict;
   v.dict = std::move(d);
   return v;
@@ -67,6 +82,15 @@ Value Value::callable(std::shared_ptr<Callable> c) {
   v.fn = std::move(c);
   return v;
 }
+
+int64_t saturate_to_int(double f) {
+  if (std::isnan(f)) return 0;
+  if (f >= 9223372036854775807.0) return INT64_MAX;
+  if (f <= -9223372036854775808.0) return INT64_MIN;
+  return int64_t(f);
+}
+
+bool fits_int(double f) { return std::isfinite(f) && f < 9223372036854775807.0 && f >= -9223372036854775808.0; }
 
 double Value::as_double() const {
   switch (kind) {
@@ -130,8 +154,15 @@ std::string type_name(const Value& v) {
   return "object";
 }
 
-bool equal(const Value& a, const Value& b) {
+namespace {
+constexpr int kMaxValueDepth = 512;  // containers nested in containers, for ==, str() and repr()
+}
+
+bool equal(const Value& a, const Value& b) { return equal_at(a, b, 0); }
+
+bool equal_at(const Value& a, const Value& b, int depth) {
   using K = Value::Kind;
+  if (depth > kMaxValueDepth) fail("LimitError", "values nested deeper than 512 to compare");
   if (a.is_number() && b.is_number()) {
     if (a.kind != K::Float && b.kind != K::Float) {
       const int64_t x = a.kind == K::Bool ? a.b : a.i, y = b.kind == K::Bool ? b.b : b.i;
@@ -147,13 +178,13 @@ bool equal(const Value& a, const Value& b) {
     case K::List:
       if (a.is_tuple != b.is_tuple || a.list->size() != b.list->size()) return false;
       for (size_t i = 0; i < a.list->size(); ++i)
-        if (!equal((*a.list)[i], (*b.list)[i])) return false;
+        if (!equal_at((*a.list)[i], (*b.list)[i], depth + 1)) return false;
       return true;
     case K::Dict:
       if (a.dict->entries.size() != b.dict->entries.size()) return false;
       for (const auto& [k, v] : a.dict->entries) {
         const Value* other = b.dict->find(k);
-        if (!other || !equal(v, *other)) return false;
+        if (!other || !equal_at(v, *other, depth + 1)) return false;
       }
       return true;
     case K::Callable: return a.fn == b.fn;
@@ -231,7 +262,10 @@ std::string string_repr(const std::string& s) {
 
 }  // namespace
 
-std::string to_repr(const Value& v) {
+std::string to_repr(const Value& v) { return repr_at(v, 0); }
+
+std::string repr_at(const Value& v, int depth) {
+  if (depth > kMaxValueDepth) fail("LimitError", "values nested deeper than 512 to print");
   switch (v.kind) {
     case Value::Kind::Undefined: return "Undefined";
     case Value::Kind::String: return string_repr(*v.s);
@@ -239,7 +273,7 @@ std::string to_repr(const Value& v) {
       std::string out = v.is_tuple ? "(" : "[";
       for (size_t i = 0; i < v.list->size(); ++i) {
         if (i) out += ", ";
-        out += to_repr((*v.list)[i]);
+        out += repr_at((*v.list)[i], depth + 1);
       }
       if (v.is_tuple && v.list->size() == 1) out += ",";
       return out + (v.is_tuple ? ")" : "]");
@@ -250,7 +284,7 @@ std::string to_repr(const Value& v) {
       for (const auto& [k, x] : v.dict->entries) {
         if (!first) out += ", ";
         first = false;
-        out += to_repr(k) + ": " + to_repr(x);
+        out += repr_at(k, depth + 1) + ": " + repr_at(x, depth + 1);
       }
       return out + "}";
     }

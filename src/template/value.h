@@ -41,6 +41,7 @@ struct Value {
   std::shared_ptr<Items> list;            // List (tuple when is_tuple)
   bool is_tuple = false;
   bool markup = false;                   // String: jinja2's Markup (from `safe`, `escape`)
+  uint16_t nesting = 0;                  // List, Dict: containers nested inside, 1 + the deepest
   std::shared_ptr<Dict> dict;            // Dict, Namespace
   std::shared_ptr<Callable> fn;          // Callable
   std::string undefined_hint;            // Undefined: what was missing, for the error
@@ -51,6 +52,9 @@ struct Value {
   static Value integer(int64_t v);
   static Value number(double v);
   static Value string(std::string v);
+  /// Containers nest at most kMaxNesting deep (a LimitError past it): a template could
+  /// otherwise build a list a million levels deep in a loop, which no recursion survives.
+  static constexpr int kMaxNesting = 512;
   static Value make_list(Items items, bool tuple = false);
   static Value make_dict(std::shared_ptr<Dict> d);
   static Value make_namespace(std::shared_ptr<Dict> d);
@@ -85,17 +89,27 @@ struct Callable {
   std::function<Value(Interpreter&, Args&)> call;
 };
 
+/// A float truncated toward zero as an int64, saturating at its ends (NaN: 0): C++'s
+/// conversion is undefined past them.
+int64_t saturate_to_int(double f);
+/// Whether int(f) fits an int64 exactly as Python's int(f) gives it.
+bool fits_int(double f);
+
 /// Python's bool(v).
 bool truthy(const Value& v);
 /// Python's type name of v ("str", "int", "dict", "list", "NoneType", "Undefined"...).
 std::string type_name(const Value& v);
 /// Python's `a == b` (1 == 1.0 == True; lists and dicts deeply; Undefined equals Undefined).
+/// Values nested past 512 containers (a template can build them in a loop) are a
+/// LimitError for ==, str() and repr(), not a stack overflow.
 bool equal(const Value& a, const Value& b);
+bool equal_at(const Value& a, const Value& b, int depth);
 /// Python's str(v) (what `{{ v }}` prints): None -> "None", Undefined -> "", floats as
 /// repr, lists and dicts with repr of their items.
 std::string to_str(const Value& v);
 /// Python's repr(v).
 std::string to_repr(const Value& v);
+std::string repr_at(const Value& v, int depth);
 /// Python's repr of a float ("1.0", "0.1", "1e-05", "inf").
 std::string float_repr(double v);
 

@@ -287,6 +287,9 @@ TEST(Jinja, HostileTemplatesStopAtTheLimits) {
       {"{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}", "LimitError"},
       {"{{ [1, 2] * 10000000000000 }}", "LimitError"},
       {"{{ ''.__class__ }}", "SecurityError"},
+      // Found by the fuzzer: each once took minutes or the whole stack.
+      {"{{ [1]|batch(100000000000000, 0)|list }}", "LimitError"},
+      {"{% set ns = namespace(x=[]) %}{% for i in range(2000) %}{% set ns.x = [ns.x] %}{% endfor %}", "LimitError"},
   };
   for (const Hostile& h : cases) {
     jinja::RenderOptions options;
@@ -298,6 +301,14 @@ TEST(Jinja, HostileTemplatesStopAtTheLimits) {
     ASSERT_FALSE(out.is_ok()) << h.tpl;
     EXPECT_NE(out.status().message().find(h.what), std::string::npos) << h.tpl << ": " << out.status().message();
   }
+  // Powers by squaring: 1 ** 10**13 is immediate (a loop of 10**13 multiplications was not).
+  EXPECT_EQ(*render("{{ 1 ** 10000000000000 }}|{{ 3 ** 4 }}|{{ 2 ** 70 }}|{{ (-1) ** 10000000000001 }}"),
+            "1|81|1.1805916207174113e+21|-1");
+  // Conversions and sums at the ends of int64 (found by the fuzzer under UBSan).
+  EXPECT_EQ(*render("{{ [1,2,3][::9223372036854775807] }}|{{ range(9223372036854775806, 9223372036854775807, 3)|list }}"
+                    "|{{ [9223372036854775807, 1]|sum }}|{{ 1e300|int }}|{{ [1]|batch(2.5)|list }}"),
+            "[1]|[9223372036854775806]|9.223372036854776e+18|1e+300|[[1]]");
+  EXPECT_FALSE(render("{{ [1]|batch(1e300, 0)|list }}").is_ok());
   // Numbers past int64 in an index, a literal, an attribute path or a format field
   // (found by the fuzzer: std::stoll threw).
   EXPECT_FALSE(jinja::Template::parse("{{ x.99999999999999999999 }}").is_ok());
