@@ -376,10 +376,10 @@ TEST(JsonSchema, UnsupportedKeywordsNameTheKeywordAndPointer) {
             "json schema: (root): unsupported keyword 'patternProperties'");
   EXPECT_EQ(error_of(R"({"type": "array", "items": {"if": {}, "then": {}}})"),
             "json schema: /items: unsupported keyword 'if'");
-  EXPECT_EQ(error_of(R"({"anyOf": [{"type": "string"}, {"type": "string", "pattern": "a+"}]})"),
-            "json schema: /anyOf/1: unsupported keyword 'pattern'");
-  EXPECT_EQ(error_of(R"({"type": "object", "properties": {"a/b": {"format": "date"}}})"),
-            "json schema: /properties/a~1b: unsupported keyword 'format'");
+  EXPECT_EQ(error_of(R"({"anyOf": [{"type": "string"}, {"type": "array", "uniqueItems": true}]})"),
+            "json schema: /anyOf/1: unsupported keyword 'uniqueItems'");
+  EXPECT_EQ(error_of(R"({"type": "object", "properties": {"a/b": {"not": {"type": "null"}}}})"),
+            "json schema: /properties/a~1b: unsupported keyword 'not'");
   EXPECT_EQ(error_of(R"({"$defs": {"n": {"type": "number", "minimum": 0}}, "$ref": "#/$defs/n"})"),
             "json schema: /$defs/n: unsupported keyword 'minimum'");
   EXPECT_EQ(error_of(R"({"type": "array", "items": [{"type": "string"}], "prefixItems": [{}]})"),
@@ -387,8 +387,8 @@ TEST(JsonSchema, UnsupportedKeywordsNameTheKeywordAndPointer) {
             "'prefixItems' together: give one of them");
   EXPECT_EQ(error_of(R"({"type": "array", "items": []})"),
             "json schema: (root): 'items' must be a non-empty array of schemas");
-  EXPECT_EQ(error_of(R"({"type": "array", "items": [{"type": "string"}], "additionalItems": {"pattern": "a"}})"),
-            "json schema: /additionalItems: unsupported keyword 'pattern'");
+  EXPECT_EQ(error_of(R"({"type": "array", "items": [{"type": "string"}], "additionalItems": {"contains": {}}})"),
+            "json schema: /additionalItems: unsupported keyword 'contains'");
   EXPECT_EQ(error_of(R"({"$ref": "#/$defs/x", "type": "string"})"),
             "json schema: (root): 'type' beside '$ref' is not supported");
   EXPECT_EQ(error_of(R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})"),

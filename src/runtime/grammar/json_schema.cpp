@@ -1,5 +1,6 @@
 // JSON Schema -> GBNF: the entry point, the keyword table, $ref, the combinators and
-// enum/const. Objects, arrays and strings are in json_schema_types.cpp.
+// enum/const. Objects, arrays and strings are in json_schema_types.cpp, pattern and
+// format in json_schema_pattern.cpp.
 #include "tessera/json_schema.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "runtime/grammar/json_schema_compiler.h"
 #include "runtime/grammar/parser.h"
+#include "tessera/grammar.h"
 
 namespace tessera {
 namespace grammar::schema {
@@ -34,6 +36,8 @@ constexpr Keyword kKeywords[] = {
     {"default", Kind::Annotation},      {"examples", Kind::Annotation},
     {"$comment", Kind::Annotation},     {"readOnly", Kind::Annotation},
     {"writeOnly", Kind::Annotation},    {"deprecated", Kind::Annotation},
+    {"contentEncoding", Kind::Annotation}, {"contentMediaType", Kind::Annotation},
+    {"contentSchema", Kind::Annotation},
     {"$defs", Kind::Defs},              {"definitions", Kind::Defs},
     {"type", Kind::Constraint},         {"enum", Kind::Constraint},
     {"const", Kind::Constraint},        {"properties", Kind::Constraint},
@@ -43,7 +47,8 @@ constexpr Keyword kKeywords[] = {
     {"minLength", Kind::Constraint},    {"maxLength", Kind::Constraint},
     {"anyOf", Kind::Constraint},        {"oneOf", Kind::Constraint},
     {"allOf", Kind::Constraint},        {"$ref", Kind::Constraint},
-    {"additionalItems", Kind::Constraint},
+    {"additionalItems", Kind::Constraint}, {"pattern", Kind::Constraint},
+    {"format", Kind::Constraint},
 };
 
 const Keyword* find_keyword(std::string_view name) {
@@ -56,9 +61,29 @@ const Keyword* find_keyword(std::string_view name) {
 /// The keywords that may stand beside `enum` / `const`: those the values are checked
 /// against here.
 bool allowed_beside_enum(std::string_view name) {
-  static const std::set<std::string_view> ok = {"type",      "enum",      "const",   "minLength",
-                                                "maxLength", "minItems", "maxItems"};
+  static const std::set<std::string_view> ok = {"type",     "enum",    "const",  "minLength",
+                                                "maxLength", "minItems", "maxItems", "pattern",
+                                                "format"};
   return ok.count(name) > 0;
+}
+
+/// Compiles the string keywords beside enum / const into a grammar of their own that
+/// their string values are checked against; null when there are none to check.
+Result<std::shared_ptr<const Grammar>> string_checker(const Json& s, const std::string& ptr) {
+  Json strings = Json::object();
+  strings["type"] = "string";
+  for (const char* keyword : {"pattern", "format"}) {
+    if (s.contains(keyword)) strings[keyword] = s[keyword];
+  }
+  if (strings.size() == 1) return std::shared_ptr<const Grammar>();
+  Compiler compiler(strings);
+  Result<std::string> text = compiler.run();
+  if (!text) {  // its errors point at this schema
+    const std::string root = "json schema: (root): ", msg = text.status().message();
+    if (msg.rfind(root, 0) != 0) return text.status();
+    return schema_error(ptr, msg.substr(root.size()));
+  }
+  return Grammar::parse(*text, "json schema grammar");
 }
 
 int text_depth(std::string_view text) {
@@ -324,6 +349,8 @@ Result<std::string> Compiler::compile_enum(const Json& s, const std::string& ptr
   if (!length) return length.status();
   Result<std::pair<uint64_t, uint64_t>> items = bounds("minItems", "maxItems");
   if (!items) return items.status();
+  Result<std::shared_ptr<const Grammar>> strings = string_checker(s, ptr);
+  if (!strings) return strings.status();
   std::vector<std::string> literals;
   for (const Json& v : values) {
     if (!types.empty() && std::none_of(types.begin(), types.end(), [&](const std::string& t) {
@@ -333,6 +360,10 @@ Result<std::string> Compiler::compile_enum(const Json& s, const std::string& ptr
     const uint64_t n = v.is_string() ? utf8_length(v.get<std::string>()) : v.size();
     const auto [lo, hi] = v.is_string() ? *length : *items;
     if ((v.is_string() || v.is_array()) && (n < lo || n > hi)) continue;
+    if (v.is_string() && *strings) {
+      GrammarMatcher m(*strings);
+      if (!m.accept_text(v.dump()) || !m.can_end()) continue;
+    }
     std::string lit = value_literal(v);
     if (std::find(literals.begin(), literals.end(), lit) == literals.end()) literals.push_back(lit);
   }

@@ -27,6 +27,9 @@ Status schema_error(const std::string& pointer, const std::string& what);
 /// `pointer` extended by one reference token (escaped: ~ -> ~0, / -> ~1).
 std::string pointer_append(const std::string& pointer, std::string_view token);
 
+struct PatternBranch;  // json_schema_regex.h
+struct StringFormat;   // json_schema_formats.h
+
 class Compiler {
  public:
   explicit Compiler(const Json& root) : root_(root) {}
@@ -53,6 +56,15 @@ class Compiler {
                                    const std::string& ptr, const std::string& hint, int depth);
   Result<std::string> compile_string(const Json& s, const std::string& ptr,
                                      const std::string& hint);
+  // pattern and format (json_schema_pattern.cpp); lo, hi: minLength, maxLength.
+  Result<std::string> compile_pattern(const Json& s, uint64_t lo, uint64_t hi,
+                                      const std::string& ptr, const std::string& hint);
+  Result<std::string> compile_format(const Json& s, const StringFormat& format, uint64_t lo,
+                                     uint64_t hi, const std::string& ptr);
+  /// Refuses lengths a pattern cannot take in: fine when its strings all meet them, or
+  /// when its one part of varying length is a repeated set (clamped here).
+  Status fit_lengths(std::vector<PatternBranch>& branches, const Json& s, uint64_t lo,
+                     uint64_t hi, const std::string& ptr, const std::string& what) const;
   Result<std::string> compile_array(const Json& s, const std::string& ptr,
                                     const std::string& hint, int depth);
   /// The atoms of an array's leading elements: `prefixItems`, or `items` as an array.
