@@ -380,8 +380,8 @@ TEST(JsonSchema, UnsupportedKeywordsNameTheKeywordAndPointer) {
             "json schema: /anyOf/1: unsupported keyword 'uniqueItems'");
   EXPECT_EQ(error_of(R"({"type": "object", "properties": {"a/b": {"not": {"type": "null"}}}})"),
             "json schema: /properties/a~1b: unsupported keyword 'not'");
-  EXPECT_EQ(error_of(R"({"$defs": {"n": {"type": "number", "minimum": 0}}, "$ref": "#/$defs/n"})"),
-            "json schema: /$defs/n: unsupported keyword 'minimum'");
+  EXPECT_EQ(error_of(R"({"$defs": {"n": {"type": "object", "minProperties": 1}}, "$ref": "#/$defs/n"})"),
+            "json schema: /$defs/n: unsupported keyword 'minProperties'");
   EXPECT_EQ(error_of(R"({"type": "array", "items": [{"type": "string"}], "prefixItems": [{}]})"),
             "json schema: (root): 'items' as an array (the tuple form before draft 2020-12) and "
             "'prefixItems' together: give one of them");

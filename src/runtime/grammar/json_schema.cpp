@@ -1,6 +1,6 @@
 // JSON Schema -> GBNF: the entry point, the keyword table, $ref, the combinators and
-// enum/const. Objects, arrays and strings are in json_schema_types.cpp, pattern and
-// format in json_schema_pattern.cpp.
+// enum/const and bounded numbers. Objects, arrays and strings are in
+// json_schema_types.cpp, pattern and format in json_schema_pattern.cpp.
 #include "tessera/json_schema.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "runtime/grammar/json_schema_compiler.h"
+#include "runtime/grammar/json_schema_range.h"
 #include "runtime/grammar/parser.h"
 #include "tessera/grammar.h"
 
@@ -48,7 +49,9 @@ constexpr Keyword kKeywords[] = {
     {"anyOf", Kind::Constraint},        {"oneOf", Kind::Constraint},
     {"allOf", Kind::Constraint},        {"$ref", Kind::Constraint},
     {"additionalItems", Kind::Constraint}, {"pattern", Kind::Constraint},
-    {"format", Kind::Constraint},
+    {"format", Kind::Constraint},       {"minimum", Kind::Constraint},
+    {"maximum", Kind::Constraint},      {"exclusiveMinimum", Kind::Constraint},
+    {"exclusiveMaximum", Kind::Constraint},
 };
 
 const Keyword* find_keyword(std::string_view name) {
@@ -61,9 +64,10 @@ const Keyword* find_keyword(std::string_view name) {
 /// The keywords that may stand beside `enum` / `const`: those the values are checked
 /// against here.
 bool allowed_beside_enum(std::string_view name) {
-  static const std::set<std::string_view> ok = {"type",     "enum",    "const",  "minLength",
-                                                "maxLength", "minItems", "maxItems", "pattern",
-                                                "format"};
+  static const std::set<std::string_view> ok = {
+      "type",     "enum",    "const",   "minLength", "maxLength",        "minItems",
+      "maxItems", "pattern", "format",  "minimum",   "exclusiveMinimum", "maximum",
+      "exclusiveMaximum"};
   return ok.count(name) > 0;
 }
 
@@ -349,6 +353,8 @@ Result<std::string> Compiler::compile_enum(const Json& s, const std::string& ptr
   if (!length) return length.status();
   Result<std::pair<uint64_t, uint64_t>> items = bounds("minItems", "maxItems");
   if (!items) return items.status();
+  Result<NumberBounds> numbers = number_bounds(s, ptr);
+  if (!numbers) return numbers.status();
   Result<std::shared_ptr<const Grammar>> strings = string_checker(s, ptr);
   if (!strings) return strings.status();
   std::vector<std::string> literals;
@@ -360,6 +366,7 @@ Result<std::string> Compiler::compile_enum(const Json& s, const std::string& ptr
     const uint64_t n = v.is_string() ? utf8_length(v.get<std::string>()) : v.size();
     const auto [lo, hi] = v.is_string() ? *length : *items;
     if ((v.is_string() || v.is_array()) && (n < lo || n > hi)) continue;
+    if (v.is_number() && !in_bounds(to_decimal(v), *numbers)) continue;
     if (v.is_string() && *strings) {
       GrammarMatcher m(*strings);
       if (!m.accept_text(v.dump()) || !m.can_end()) continue;
@@ -436,7 +443,30 @@ Result<std::string> Compiler::compile_type(const Json& s, const std::string& typ
   if (type == "object") return compile_object(s, ptr, hint, depth);
   if (type == "array") return compile_array(s, ptr, hint, depth);
   if (type == "string") return compile_string(s, ptr, hint);
+  if (type == "integer" || type == "number") {
+    Result<std::string> bounded = compile_bounded_number(s, type, ptr, hint);
+    if (!bounded || !bounded->empty()) return bounded;
+  }
   return w_.use(type);  // null, boolean, integer, number: fixed rules
+}
+
+Result<std::string> Compiler::compile_bounded_number(const Json& s, const std::string& type,
+                                                     const std::string& ptr,
+                                                     const std::string& hint) {
+  Result<NumberBounds> bounds = number_bounds(s, ptr);
+  if (!bounds) return bounds.status();
+  if (!bounds->any()) return std::string();
+  const std::string body = range_gbnf(*bounds, type == "integer");
+  if (body.empty()) {
+    return schema_error(ptr, "no " + type +
+                                 " (of at most 16 integer and 16 fraction digits) meets "
+                                 "'minimum' / 'maximum' / 'exclusiveMinimum' / 'exclusiveMaximum'");
+  }
+  // What the GBNF parser makes of it: a rule per group, one per optional digit.
+  size_t cost = static_cast<size_t>(std::count(body.begin(), body.end(), '('));
+  for (size_t at = body.find('{'); at != std::string::npos; at = body.find('{', at + 1)) cost += 16;
+  TESSERA_RETURN_IF_ERROR(charge(cost, ptr));
+  return define(rule_name(hint), body, ptr);
 }
 
 Result<std::string> Compiler::run() {

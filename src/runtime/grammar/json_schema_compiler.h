@@ -56,6 +56,9 @@ class Compiler {
                                    const std::string& ptr, const std::string& hint, int depth);
   Result<std::string> compile_string(const Json& s, const std::string& ptr,
                                      const std::string& hint);
+  /// `minimum` / `maximum` / exclusive ones on an integer or a number; "" when none.
+  Result<std::string> compile_bounded_number(const Json& s, const std::string& type,
+                                             const std::string& ptr, const std::string& hint);
   // pattern and format (json_schema_pattern.cpp); lo, hi: minLength, maxLength.
   Result<std::string> compile_pattern(const Json& s, uint64_t lo, uint64_t hi,
                                       const std::string& ptr, const std::string& hint);
