@@ -1,6 +1,6 @@
-// JSON Schema -> GBNF: the entry point, the keyword table, $ref, the combinators and
-// enum/const and bounded numbers. Objects, arrays and strings are in
-// json_schema_types.cpp, pattern and format in json_schema_pattern.cpp.
+// JSON Schema -> GBNF: the entry point, the keyword table, $ref, anyOf / oneOf, enum /
+// const and bounded numbers. Objects, arrays and strings are in json_schema_types.cpp,
+// pattern and format in json_schema_pattern.cpp, allOf in json_schema_merge.cpp.
 #include "tessera/json_schema.h"
 
 #include <algorithm>
@@ -246,14 +246,9 @@ Status Compiler::check_keywords(const Json& s, const std::string& ptr) const {
   return Status::ok();
 }
 
-Status Compiler::only_annotations_beside(const Json& s, const std::string& ptr,
-                                         std::string_view keyword) const {
-  for (const auto& [key, value] : s.items()) {
-    if (key == keyword || find_keyword(key)->kind != Kind::Constraint) continue;
-    return schema_error(ptr, "'" + key + "' beside '" + std::string(keyword) +
-                                 "' is not supported");
-  }
-  return Status::ok();
+bool constrains(std::string_view keyword) {
+  const Keyword* k = find_keyword(keyword);
+  return k && k->kind == Kind::Constraint;
 }
 
 Result<std::string> Compiler::compile(const Json& s, const std::string& ptr,
@@ -268,24 +263,20 @@ Result<std::string> Compiler::compile(const Json& s, const std::string& ptr,
                                  " levels (tessera's limit kMaxSchemaDepth)");
   }
   TESSERA_RETURN_IF_ERROR(check_keywords(s, ptr));
-  for (const char* keyword : {"$ref", "anyOf", "oneOf", "allOf"}) {
-    if (s.contains(keyword)) TESSERA_RETURN_IF_ERROR(only_annotations_beside(s, ptr, keyword));
-  }
+  // A combinator with other constraints beside it is an allOf of them all.
+  const size_t combinators = s.count("$ref") + s.count("anyOf") + s.count("oneOf");
+  const auto n_constraints = std::count_if(s.items().begin(), s.items().end(),
+                                           [](const auto& kv) { return constrains(kv.key()); });
+  if (s.contains("allOf") || (combinators > 0 && static_cast<size_t>(n_constraints) > 1))
+    return compile_all_of(s, ptr, hint, depth);
   if (s.contains("$ref")) return compile_ref(s, ptr);
   if (s.contains("anyOf") || s.contains("oneOf")) return compile_any_of(s, ptr, hint, depth);
-  if (s.contains("allOf")) {
-    const Json& all = s["allOf"];
-    if (!all.is_array() || all.empty())
-      return schema_error(ptr, "'allOf' must be a non-empty array of schemas");
-    if (all.size() > 1)
-      return schema_error(ptr, "'allOf' with more than one schema is not supported");
-    return compile(all[0], pointer_append(ptr, "allOf") + "/0", hint, depth + 1);
-  }
   if (s.contains("enum") || s.contains("const")) return compile_enum(s, ptr, hint);
   return compile_types(s, ptr, hint, depth);
 }
 
-Result<std::string> Compiler::compile_ref(const Json& s, const std::string& ptr) {
+Result<std::pair<std::string, const Json*>> Compiler::ref_target(const Json& s,
+                                                                 const std::string& ptr) const {
   const Json& ref = s["$ref"];
   if (!ref.is_string()) return schema_error(ptr, "'$ref' must be a string");
   const std::string text = ref.get<std::string>();
@@ -294,8 +285,16 @@ Result<std::string> Compiler::compile_ref(const Json& s, const std::string& ptr)
                                  "' (only '#' and '#/...' pointers into this schema)");
   }
   const std::string target = percent_decode(text.substr(1));
+  const Json* at = resolve_pointer(root_, target);
+  if (!at) return schema_error(ptr, "unresolvable $ref '" + text + "'");
+  return std::make_pair(target, at);
+}
+
+Result<std::string> Compiler::compile_ref(const Json& s, const std::string& ptr) {
+  Result<std::pair<std::string, const Json*>> resolved = ref_target(s, ptr);
+  if (!resolved) return resolved.status();
+  const std::string& target = resolved->first;
   if (const auto it = refs_.find(target); it != refs_.end()) return it->second;
-  if (!resolve_pointer(root_, target)) return schema_error(ptr, "unresolvable $ref '" + text + "'");
   const std::string name = w_.reserve(target.substr(target.rfind('/') + 1));
   refs_.emplace(target, name);
   pending_.emplace_back(target, name);

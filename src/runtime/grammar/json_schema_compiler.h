@@ -26,7 +26,10 @@ constexpr uint64_t kMaxCount = limits::kMaxSchemaCount;
 Status schema_error(const std::string& pointer, const std::string& what);
 /// `pointer` extended by one reference token (escaped: ~ -> ~0, / -> ~1).
 std::string pointer_append(const std::string& pointer, std::string_view token);
+/// True for the keywords that constrain values (not annotations, not $defs).
+bool constrains(std::string_view keyword);
 
+struct MergePart;      // json_schema_merge.cpp
 struct PatternBranch;  // json_schema_regex.h
 struct StringFormat;   // json_schema_formats.h
 
@@ -42,9 +45,23 @@ class Compiler {
 
  private:
   Status check_keywords(const Json& s, const std::string& ptr) const;
-  Status only_annotations_beside(const Json& s, const std::string& ptr,
-                                 std::string_view keyword) const;
+  /// The JSON pointer a $ref names and the schema there.
+  Result<std::pair<std::string, const Json*>> ref_target(const Json& s,
+                                                         const std::string& ptr) const;
   Result<std::string> compile_ref(const Json& s, const std::string& ptr);
+  // allOf, and constraints beside $ref / anyOf / oneOf (json_schema_merge.cpp).
+  Result<std::string> compile_all_of(const Json& s, const std::string& ptr,
+                                     const std::string& hint, int depth);
+  /// The schemas to merge: `s`'s constraints, its $ref target's and its allOf entries'.
+  Status collect_parts(const Json& s, const std::string& ptr, int depth,
+                       std::vector<std::string>& path, std::vector<MergePart>& out);
+  Result<Json> merge_parts(const std::vector<MergePart>& parts);
+  /// Into `m`: type and enum / const intersected.
+  Status merge_types_and_values(const MergePart& p, Json& m);
+  /// Into `m`: the tighter lengths, counts and bounds; equal pattern / format; required.
+  Status merge_limits(const MergePart& p, Json& m);
+  Status merge_objects(const std::vector<const MergePart*>& parts, Json& m);
+  Status merge_arrays(const std::vector<const MergePart*>& parts, Json& m);
   Result<std::string> compile_any_of(const Json& s, const std::string& ptr,
                                      const std::string& hint, int depth);
   Result<std::string> compile_enum(const Json& s, const std::string& ptr,
