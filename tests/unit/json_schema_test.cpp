@@ -387,6 +387,25 @@ TEST(JsonSchema, ConstraintsBesideRefAndAnyOfAreMerged) {
   EXPECT_REJECTS(any, R"({"kind":"a","y":"s"})");
   EXPECT_REJECTS(any, R"({"kind":"c","x":1})");
   EXPECT_REJECTS(any, R"({"x":1})");
+  // A definition made of an allOf, reached by $ref and recursive through a property.
+  const auto tree = compile(R"({"$defs": {"b": {"allOf": [
+      {"type": "object", "properties": {"x": {"type": "integer"}, "y": {}}, "required": ["x"],
+       "additionalProperties": false},
+      {"properties": {"y": {"$ref": "#/$defs/b"}}}]}},
+    "$ref": "#/$defs/b"})");
+  EXPECT_ACCEPTS(tree, R"({"x":1,"y":{"x":2,"y":{"x":3}}})");
+  EXPECT_REJECTS(tree, R"({"x":1,"y":{}})");
+  EXPECT_REJECTS(tree, R"({"x":1,"z":2})");
+  // The same, the property's schemas a real merge ({"type": "object"} and the $ref): the
+  // merge met again inside the definition is the rule being made, not merged again.
+  const auto merged = compile(R"({"$defs": {"b": {"allOf": [
+      {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "object"}},
+       "required": ["x"], "additionalProperties": false},
+      {"properties": {"y": {"$ref": "#/$defs/b"}}}]}},
+    "$ref": "#/$defs/b"})");
+  EXPECT_ACCEPTS(merged, R"({"x":1,"y":{"x":2,"y":{"x":3}}})");
+  EXPECT_REJECTS(merged, R"({"x":1,"y":{"x":2,"y":{}}})");
+  EXPECT_REJECTS(merged, R"({"x":1,"y":3})");
 }
 
 TEST(JsonSchema, AllOfThatCannotBeMerged) {

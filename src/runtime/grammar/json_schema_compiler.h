@@ -52,6 +52,9 @@ class Compiler {
   // allOf, and constraints beside $ref / anyOf / oneOf (json_schema_merge.cpp).
   Result<std::string> compile_all_of(const Json& s, const std::string& ptr,
                                      const std::string& hint, int depth);
+  /// `s` as one schema without allOf: its parts merged, or an anyOf of merges when a part
+  /// has an anyOf / oneOf.
+  Result<Json> merged_schema(const Json& s, const std::string& ptr, int depth);
   /// The schemas to merge: `s`'s constraints, its $ref target's and its allOf entries'.
   Status collect_parts(const Json& s, const std::string& ptr, int depth,
                        std::vector<std::string>& path, std::vector<MergePart>& out);
@@ -124,6 +127,7 @@ class Compiler {
   const Json& root_;
   GbnfWriter w_;
   std::map<std::string, std::string> refs_;                    // target pointer -> rule
+  std::map<std::string, std::string> merges_;  // text of a schema merged (allOf) -> rule
   std::vector<std::pair<std::string, std::string>> pending_;  // target pointer, rule
   std::string forced_name_;  // the name the next rule_name() returns (root, $ref targets)
 };

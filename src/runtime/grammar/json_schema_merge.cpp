@@ -25,11 +25,21 @@ struct MergePart {
 namespace {
 
 /// `schemas` as one: true (none), the one, or their allOf.
+/// `schemas` as one: true (none constrains anything), the one that does, or their allOf.
 Json all_of(const Json& schemas) {
-  if (schemas.empty()) return Json(true);
-  if (schemas.size() == 1) return schemas[0];
+  Json kept = Json::array();
+  for (const Json& s : schemas) {
+    const bool constrains_something =
+        s.is_boolean()
+            ? !s.get<bool>()
+            : !s.is_object() || std::any_of(s.items().begin(), s.items().end(),
+                                            [](const auto& kv) { return constrains(kv.key()); });
+    if (constrains_something) kept.push_back(s);
+  }
+  if (kept.empty()) return Json(true);
+  if (kept.size() == 1) return kept[0];
   Json out = Json::object();
-  out["allOf"] = schemas;
+  out["allOf"] = kept;
   return out;
 }
 
@@ -88,12 +98,28 @@ Status Compiler::collect_parts(const Json& s, const std::string& ptr, int depth,
   return Status::ok();
 }
 
+// A merge is a rule of its own, named before it is compiled and remembered by the
+// schema's text: a recursive schema that meets the same merge again (a property whose
+// allOf includes a $ref back to the schema) refers to that rule instead of merging again.
 Result<std::string> Compiler::compile_all_of(const Json& s, const std::string& ptr,
                                              const std::string& hint, int depth) {
+  const std::string key = s.dump();
+  if (const auto it = merges_.find(key); it != merges_.end()) return it->second;
+  const std::string name = rule_name(hint);
+  merges_.emplace(key, name);
+  Result<Json> one = merged_schema(s, ptr, depth);
+  if (!one) return one.status();
+  forced_name_ = name;  // the first rule the merged schema makes takes the name
+  Result<std::string> atom = compile(*one, pointer_append(ptr, "allOf"), name, depth + 1);
+  if (!atom || forced_name_.empty()) return atom;
+  forced_name_.clear();  // it made no rule of its own: name ::= that atom
+  return define(name, *atom, ptr);
+}
+
+Result<Json> Compiler::merged_schema(const Json& s, const std::string& ptr, int depth) {
   std::vector<MergePart> parts;
   std::vector<std::string> path;
   TESSERA_RETURN_IF_ERROR(collect_parts(s, ptr, depth, path, parts));
-  const std::string at = pointer_append(ptr, "allOf");
   for (size_t i = 0; i < parts.size(); ++i) {
     const Json& part = parts[i].schema;
     const char* keyword = part.contains("anyOf")   ? "anyOf"
@@ -119,11 +145,9 @@ Result<std::string> Compiler::compile_all_of(const Json& s, const std::string& p
       all.push_back(alt);
       choice["anyOf"].push_back(all_of(all));
     }
-    return compile(choice, at, hint, depth + 1);
+    return choice;
   }
-  Result<Json> merged = merge_parts(parts);
-  if (!merged) return merged.status();
-  return compile(*merged, at, hint, depth + 1);
+  return merge_parts(parts);
 }
 
 Result<Json> Compiler::merge_parts(const std::vector<MergePart>& parts) {
