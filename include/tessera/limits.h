@@ -60,8 +60,15 @@ inline constexpr int kMaxSchemaDepth = 64;
 /// Bracket nesting of a schema's JSON text, checked before parsing it (the JSON parser
 /// and its dump recurse per level); a schema level is about two JSON levels.
 inline constexpr int kMaxSchemaTextDepth = 512;
-/// minLength / maxLength / minItems / maxItems: the grammar's repetition limit.
+/// minLength / maxLength / minItems / maxItems, and a pattern's {m,n}: the grammar's
+/// repetition limit.
 inline constexpr uint64_t kMaxSchemaCount = kMaxGrammarRepeat;
+/// Groups nested in a `pattern`: its parser recurses per level, and its GBNF nests about
+/// as deep (within kMaxGrammarNesting).
+inline constexpr int kMaxSchemaPatternNesting = 64;
+/// Parts a `pattern`'s tree may grow to: repeating an optional part copies what follows
+/// it ((a?b?c?...)* grows with the square of its length).
+inline constexpr size_t kMaxSchemaPatternParts = 100000;
 /// Rules one schema may produce, each bounded repetition unit counted (maxLength 100
 /// costs ~100): the grammar's memory and the matcher's expansion time grow with it.
 inline constexpr size_t kMaxSchemaRules = 20000;

@@ -139,6 +139,11 @@ void schema_seeds() {
       R"({"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "minProperties": 1})",
       R"({"allOf": [{"type": "object", "properties": {"a": {}}}, {"required": ["a"]}]})",
       R"({})",
+      R"({"type": "object", "properties": {"n": {"type": "number", "exclusiveMinimum": -1.5, "maximum": 2.25}, "k": {"type": "integer", "minimum": -37, "maximum": 215}}, "required": ["n"]})",
+      R"({"type": "array", "items": {"type": "string", "format": "email"}, "prefixItems": [{"format": "ipv6"}, {"format": "uuid"}, {"format": "duration"}]})",
+      R"({"type": "string", "pattern": "^(?:[A-Z]\\w*|\\d{2,}-[^\\s\"])+$|x.\\u00e9$"})",
+      R"({"allOf": [{"$ref": "#/$defs/a"}, {"anyOf": [{"required": ["x"]}, {"required": ["y"]}]}], "$defs": {"a": {"properties": {"x": {"type": "integer"}, "y": {"const": "z"}}}}})",
+      R"s({"type": "string", "pattern": "a(?=b)", "minLength": 2})s",
   };
   int i = 0;
   for (const char* s : schemas) seed("json_schema", std::to_string(i++), s);

@@ -1,5 +1,6 @@
-// JSON Schema -> GBNF: the entry point, the keyword table, $ref, the combinators and
-// enum/const. Objects, arrays and strings are in json_schema_types.cpp.
+// JSON Schema -> GBNF: the entry point, the keyword table, $ref, anyOf / oneOf, enum /
+// const and bounded numbers. Objects, arrays and strings are in json_schema_types.cpp,
+// pattern and format in json_schema_pattern.cpp, allOf in json_schema_merge.cpp.
 #include "tessera/json_schema.h"
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 #include <utility>
 
 #include "runtime/grammar/json_schema_compiler.h"
+#include "runtime/grammar/json_schema_range.h"
 #include "runtime/grammar/parser.h"
+#include "tessera/grammar.h"
 
 namespace tessera {
 namespace grammar::schema {
@@ -34,6 +37,8 @@ constexpr Keyword kKeywords[] = {
     {"default", Kind::Annotation},      {"examples", Kind::Annotation},
     {"$comment", Kind::Annotation},     {"readOnly", Kind::Annotation},
     {"writeOnly", Kind::Annotation},    {"deprecated", Kind::Annotation},
+    {"contentEncoding", Kind::Annotation}, {"contentMediaType", Kind::Annotation},
+    {"contentSchema", Kind::Annotation},
     {"$defs", Kind::Defs},              {"definitions", Kind::Defs},
     {"type", Kind::Constraint},         {"enum", Kind::Constraint},
     {"const", Kind::Constraint},        {"properties", Kind::Constraint},
@@ -43,7 +48,10 @@ constexpr Keyword kKeywords[] = {
     {"minLength", Kind::Constraint},    {"maxLength", Kind::Constraint},
     {"anyOf", Kind::Constraint},        {"oneOf", Kind::Constraint},
     {"allOf", Kind::Constraint},        {"$ref", Kind::Constraint},
-    {"additionalItems", Kind::Constraint},
+    {"additionalItems", Kind::Constraint}, {"pattern", Kind::Constraint},
+    {"format", Kind::Constraint},       {"minimum", Kind::Constraint},
+    {"maximum", Kind::Constraint},      {"exclusiveMinimum", Kind::Constraint},
+    {"exclusiveMaximum", Kind::Constraint},
 };
 
 const Keyword* find_keyword(std::string_view name) {
@@ -56,9 +64,30 @@ const Keyword* find_keyword(std::string_view name) {
 /// The keywords that may stand beside `enum` / `const`: those the values are checked
 /// against here.
 bool allowed_beside_enum(std::string_view name) {
-  static const std::set<std::string_view> ok = {"type",      "enum",      "const",   "minLength",
-                                                "maxLength", "minItems", "maxItems"};
+  static const std::set<std::string_view> ok = {
+      "type",     "enum",    "const",   "minLength", "maxLength",        "minItems",
+      "maxItems", "pattern", "format",  "minimum",   "exclusiveMinimum", "maximum",
+      "exclusiveMaximum"};
   return ok.count(name) > 0;
+}
+
+/// Compiles the string keywords beside enum / const into a grammar of their own that
+/// their string values are checked against; null when there are none to check.
+Result<std::shared_ptr<const Grammar>> string_checker(const Json& s, const std::string& ptr) {
+  Json strings = Json::object();
+  strings["type"] = "string";
+  for (const char* keyword : {"pattern", "format"}) {
+    if (s.contains(keyword)) strings[keyword] = s[keyword];
+  }
+  if (strings.size() == 1) return std::shared_ptr<const Grammar>();
+  Compiler compiler(strings);
+  Result<std::string> text = compiler.run();
+  if (!text) {  // its errors point at this schema
+    const std::string root = "json schema: (root): ", msg = text.status().message();
+    if (msg.rfind(root, 0) != 0) return text.status();
+    return schema_error(ptr, msg.substr(root.size()));
+  }
+  return Grammar::parse(*text, "json schema grammar");
 }
 
 int text_depth(std::string_view text) {
@@ -217,14 +246,9 @@ Status Compiler::check_keywords(const Json& s, const std::string& ptr) const {
   return Status::ok();
 }
 
-Status Compiler::only_annotations_beside(const Json& s, const std::string& ptr,
-                                         std::string_view keyword) const {
-  for (const auto& [key, value] : s.items()) {
-    if (key == keyword || find_keyword(key)->kind != Kind::Constraint) continue;
-    return schema_error(ptr, "'" + key + "' beside '" + std::string(keyword) +
-                                 "' is not supported");
-  }
-  return Status::ok();
+bool constrains(std::string_view keyword) {
+  const Keyword* k = find_keyword(keyword);
+  return k && k->kind == Kind::Constraint;
 }
 
 Result<std::string> Compiler::compile(const Json& s, const std::string& ptr,
@@ -239,24 +263,20 @@ Result<std::string> Compiler::compile(const Json& s, const std::string& ptr,
                                  " levels (tessera's limit kMaxSchemaDepth)");
   }
   TESSERA_RETURN_IF_ERROR(check_keywords(s, ptr));
-  for (const char* keyword : {"$ref", "anyOf", "oneOf", "allOf"}) {
-    if (s.contains(keyword)) TESSERA_RETURN_IF_ERROR(only_annotations_beside(s, ptr, keyword));
-  }
+  // A combinator with other constraints beside it is an allOf of them all.
+  const size_t combinators = s.count("$ref") + s.count("anyOf") + s.count("oneOf");
+  const auto n_constraints = std::count_if(s.items().begin(), s.items().end(),
+                                           [](const auto& kv) { return constrains(kv.key()); });
+  if (s.contains("allOf") || (combinators > 0 && static_cast<size_t>(n_constraints) > 1))
+    return compile_all_of(s, ptr, hint, depth);
   if (s.contains("$ref")) return compile_ref(s, ptr);
   if (s.contains("anyOf") || s.contains("oneOf")) return compile_any_of(s, ptr, hint, depth);
-  if (s.contains("allOf")) {
-    const Json& all = s["allOf"];
-    if (!all.is_array() || all.empty())
-      return schema_error(ptr, "'allOf' must be a non-empty array of schemas");
-    if (all.size() > 1)
-      return schema_error(ptr, "'allOf' with more than one schema is not supported");
-    return compile(all[0], pointer_append(ptr, "allOf") + "/0", hint, depth + 1);
-  }
   if (s.contains("enum") || s.contains("const")) return compile_enum(s, ptr, hint);
   return compile_types(s, ptr, hint, depth);
 }
 
-Result<std::string> Compiler::compile_ref(const Json& s, const std::string& ptr) {
+Result<std::pair<std::string, const Json*>> Compiler::ref_target(const Json& s,
+                                                                 const std::string& ptr) const {
   const Json& ref = s["$ref"];
   if (!ref.is_string()) return schema_error(ptr, "'$ref' must be a string");
   const std::string text = ref.get<std::string>();
@@ -265,8 +285,16 @@ Result<std::string> Compiler::compile_ref(const Json& s, const std::string& ptr)
                                  "' (only '#' and '#/...' pointers into this schema)");
   }
   const std::string target = percent_decode(text.substr(1));
+  const Json* at = resolve_pointer(root_, target);
+  if (!at) return schema_error(ptr, "unresolvable $ref '" + text + "'");
+  return std::make_pair(target, at);
+}
+
+Result<std::string> Compiler::compile_ref(const Json& s, const std::string& ptr) {
+  Result<std::pair<std::string, const Json*>> resolved = ref_target(s, ptr);
+  if (!resolved) return resolved.status();
+  const std::string& target = resolved->first;
   if (const auto it = refs_.find(target); it != refs_.end()) return it->second;
-  if (!resolve_pointer(root_, target)) return schema_error(ptr, "unresolvable $ref '" + text + "'");
   const std::string name = w_.reserve(target.substr(target.rfind('/') + 1));
   refs_.emplace(target, name);
   pending_.emplace_back(target, name);
@@ -324,6 +352,10 @@ Result<std::string> Compiler::compile_enum(const Json& s, const std::string& ptr
   if (!length) return length.status();
   Result<std::pair<uint64_t, uint64_t>> items = bounds("minItems", "maxItems");
   if (!items) return items.status();
+  Result<NumberBounds> numbers = number_bounds(s, ptr);
+  if (!numbers) return numbers.status();
+  Result<std::shared_ptr<const Grammar>> strings = string_checker(s, ptr);
+  if (!strings) return strings.status();
   std::vector<std::string> literals;
   for (const Json& v : values) {
     if (!types.empty() && std::none_of(types.begin(), types.end(), [&](const std::string& t) {
@@ -333,6 +365,11 @@ Result<std::string> Compiler::compile_enum(const Json& s, const std::string& ptr
     const uint64_t n = v.is_string() ? utf8_length(v.get<std::string>()) : v.size();
     const auto [lo, hi] = v.is_string() ? *length : *items;
     if ((v.is_string() || v.is_array()) && (n < lo || n > hi)) continue;
+    if (v.is_number() && !in_bounds(to_decimal(v), *numbers)) continue;
+    if (v.is_string() && *strings) {
+      GrammarMatcher m(*strings);
+      if (!m.accept_text(v.dump()) || !m.can_end()) continue;
+    }
     std::string lit = value_literal(v);
     if (std::find(literals.begin(), literals.end(), lit) == literals.end()) literals.push_back(lit);
   }
@@ -405,7 +442,30 @@ Result<std::string> Compiler::compile_type(const Json& s, const std::string& typ
   if (type == "object") return compile_object(s, ptr, hint, depth);
   if (type == "array") return compile_array(s, ptr, hint, depth);
   if (type == "string") return compile_string(s, ptr, hint);
+  if (type == "integer" || type == "number") {
+    Result<std::string> bounded = compile_bounded_number(s, type, ptr, hint);
+    if (!bounded || !bounded->empty()) return bounded;
+  }
   return w_.use(type);  // null, boolean, integer, number: fixed rules
+}
+
+Result<std::string> Compiler::compile_bounded_number(const Json& s, const std::string& type,
+                                                     const std::string& ptr,
+                                                     const std::string& hint) {
+  Result<NumberBounds> bounds = number_bounds(s, ptr);
+  if (!bounds) return bounds.status();
+  if (!bounds->any()) return std::string();
+  const std::string body = range_gbnf(*bounds, type == "integer");
+  if (body.empty()) {
+    return schema_error(ptr, "no " + type +
+                                 " (of at most 16 integer and 16 fraction digits) meets "
+                                 "'minimum' / 'maximum' / 'exclusiveMinimum' / 'exclusiveMaximum'");
+  }
+  // What the GBNF parser makes of it: a rule per group, one per optional digit.
+  size_t cost = static_cast<size_t>(std::count(body.begin(), body.end(), '('));
+  for (size_t at = body.find('{'); at != std::string::npos; at = body.find('{', at + 1)) cost += 16;
+  TESSERA_RETURN_IF_ERROR(charge(cost, ptr));
+  return define(rule_name(hint), body, ptr);
 }
 
 Result<std::string> Compiler::run() {

@@ -26,6 +26,12 @@ constexpr uint64_t kMaxCount = limits::kMaxSchemaCount;
 Status schema_error(const std::string& pointer, const std::string& what);
 /// `pointer` extended by one reference token (escaped: ~ -> ~0, / -> ~1).
 std::string pointer_append(const std::string& pointer, std::string_view token);
+/// True for the keywords that constrain values (not annotations, not $defs).
+bool constrains(std::string_view keyword);
+
+struct MergePart;      // json_schema_merge.cpp
+struct PatternBranch;  // json_schema_regex.h
+struct StringFormat;   // json_schema_formats.h
 
 class Compiler {
  public:
@@ -39,9 +45,26 @@ class Compiler {
 
  private:
   Status check_keywords(const Json& s, const std::string& ptr) const;
-  Status only_annotations_beside(const Json& s, const std::string& ptr,
-                                 std::string_view keyword) const;
+  /// The JSON pointer a $ref names and the schema there.
+  Result<std::pair<std::string, const Json*>> ref_target(const Json& s,
+                                                         const std::string& ptr) const;
   Result<std::string> compile_ref(const Json& s, const std::string& ptr);
+  // allOf, and constraints beside $ref / anyOf / oneOf (json_schema_merge.cpp).
+  Result<std::string> compile_all_of(const Json& s, const std::string& ptr,
+                                     const std::string& hint, int depth);
+  /// `s` as one schema without allOf: its parts merged, or an anyOf of merges when a part
+  /// has an anyOf / oneOf.
+  Result<Json> merged_schema(const Json& s, const std::string& ptr, int depth);
+  /// The schemas to merge: `s`'s constraints, its $ref target's and its allOf entries'.
+  Status collect_parts(const Json& s, const std::string& ptr, int depth,
+                       std::vector<std::string>& path, std::vector<MergePart>& out);
+  Result<Json> merge_parts(const std::vector<MergePart>& parts);
+  /// Into `m`: type and enum / const intersected.
+  Status merge_types_and_values(const MergePart& p, Json& m);
+  /// Into `m`: the tighter lengths, counts and bounds; equal pattern / format; required.
+  Status merge_limits(const MergePart& p, Json& m);
+  Status merge_objects(const std::vector<const MergePart*>& parts, Json& m);
+  Status merge_arrays(const std::vector<const MergePart*>& parts, Json& m);
   Result<std::string> compile_any_of(const Json& s, const std::string& ptr,
                                      const std::string& hint, int depth);
   Result<std::string> compile_enum(const Json& s, const std::string& ptr,
@@ -53,6 +76,18 @@ class Compiler {
                                    const std::string& ptr, const std::string& hint, int depth);
   Result<std::string> compile_string(const Json& s, const std::string& ptr,
                                      const std::string& hint);
+  /// `minimum` / `maximum` / exclusive ones on an integer or a number; "" when none.
+  Result<std::string> compile_bounded_number(const Json& s, const std::string& type,
+                                             const std::string& ptr, const std::string& hint);
+  // pattern and format (json_schema_pattern.cpp); lo, hi: minLength, maxLength.
+  Result<std::string> compile_pattern(const Json& s, uint64_t lo, uint64_t hi,
+                                      const std::string& ptr, const std::string& hint);
+  Result<std::string> compile_format(const Json& s, const StringFormat& format, uint64_t lo,
+                                     uint64_t hi, const std::string& ptr);
+  /// Refuses lengths a pattern cannot take in: fine when its strings all meet them, or
+  /// when its one part of varying length is a repeated set (clamped here).
+  Status fit_lengths(std::vector<PatternBranch>& branches, const Json& s, uint64_t lo,
+                     uint64_t hi, const std::string& ptr, const std::string& what) const;
   Result<std::string> compile_array(const Json& s, const std::string& ptr,
                                     const std::string& hint, int depth);
   /// The atoms of an array's leading elements: `prefixItems`, or `items` as an array.
@@ -92,6 +127,7 @@ class Compiler {
   const Json& root_;
   GbnfWriter w_;
   std::map<std::string, std::string> refs_;                    // target pointer -> rule
+  std::map<std::string, std::string> merges_;  // text of a schema merged (allOf) -> rule
   std::vector<std::pair<std::string, std::string>> pending_;  // target pointer, rule
   std::string forced_name_;  // the name the next rule_name() returns (root, $ref targets)
 };

@@ -9,12 +9,6 @@
 namespace tessera::grammar::schema {
 namespace {
 
-struct FixedRule {
-  const char* name;
-  const char* body;
-  std::vector<const char*> uses;
-};
-
 // Whitespace between tokens: nothing, one space, or one newline followed by at most 20
 // spaces or tabs (indentation). Bounded, so that a model cannot pad forever.
 // Numbers: at most 16 integer digits, 16 fraction digits and 2 exponent digits, so that
@@ -39,12 +33,16 @@ const std::vector<FixedRule>& fixed_rules() {
       {"boolean", R"("true" | "false")", {}},
       {"null", R"("null")", {}},
       {"keychar", R"([^"\\\x00-\x1F] | "\\" ["\\bfnrt])", {}},
+      // Any character of a string as JSON.stringify writes it (the `pattern` strings):
+      // raw, or \" \\ \b \f \n \r \t, or \u00xx (lower case) for other controls.
+      {"pattern-char", R"([^"\\\x00-\x1F] | "\\" ["\\bfnrt] | "\\u00" ( "0" [0-7bef] | "1" [0-9a-f] ))", {}},
   };
   return rules;
 }
 
-/// A code point inside a GBNF character class.
-std::string class_char(uint32_t cpt) {
+}  // namespace
+
+std::string gbnf_class_char(uint32_t cpt) {
   if ((cpt >= '0' && cpt <= '9') || (cpt >= 'a' && cpt <= 'z') || (cpt >= 'A' && cpt <= 'Z'))
     return std::string(1, static_cast<char>(cpt));
   char buf[16];
@@ -57,6 +55,8 @@ std::string class_char(uint32_t cpt) {
   }
   return buf;
 }
+
+namespace {
 
 /// Splits JSON-escaped string contents into characters as written: one code point, or
 /// one escape ("\n", "\u0001").
@@ -125,6 +125,7 @@ std::string sanitize_name(std::string_view hint) {
 GbnfWriter::GbnfWriter() {
   taken_.insert("root");
   for (const FixedRule& r : fixed_rules()) taken_.insert(r.name);
+  for (const FixedRule& r : format_rules()) taken_.insert(r.name);
 }
 
 std::string GbnfWriter::reserve(std::string_view hint) {
@@ -147,12 +148,14 @@ bool GbnfWriter::charge(size_t units) {
 
 std::string GbnfWriter::use(const std::string& name) {
   if (fixed_defined_.count(name)) return name;
-  for (const FixedRule& r : fixed_rules()) {
-    if (name != r.name) continue;
-    fixed_defined_.insert(name);
-    rules_.emplace_back(name, r.body);
-    for (const char* dep : r.uses) use(dep);
-    return name;
+  for (const std::vector<FixedRule>* table : {&fixed_rules(), &format_rules()}) {
+    for (const FixedRule& r : *table) {
+      if (name != r.name) continue;
+      fixed_defined_.insert(name);
+      rules_.emplace_back(name, r.body);
+      for (const std::string& dep : r.uses) use(dep);
+      return name;
+    }
   }
   return name;  // not a fixed rule: the caller's own
 }
@@ -169,14 +172,14 @@ std::string GbnfWriter::trie_rule_body(const std::vector<TrieNode>& trie, size_t
     } else if (unit[0] == '\\') {
       continue;  // an escape that keychar never writes (\u...): no key takes this path
     } else {
-      raw_class += class_char(tok::scan_utf8(unit, 0).cpt);
+      raw_class += gbnf_class_char(tok::scan_utf8(unit, 0).cpt);
     }
     alts.push_back(gbnf_literal(unit) + " " + names[child]);
   }
   alts.push_back(raw_class + "] keychar*");
   if (!esc_class.empty()) {
     std::string cls = "[";
-    for (const char c : esc_class) cls += class_char(static_cast<unsigned char>(c));
+    for (const char c : esc_class) cls += gbnf_class_char(static_cast<unsigned char>(c));
     alts.push_back("\"\\\\\" " + cls + "] keychar*");
   }
   std::string body;

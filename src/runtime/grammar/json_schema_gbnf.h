@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -17,6 +18,18 @@ constexpr size_t kMaxRules = limits::kMaxSchemaRules;
 
 /// `text` (UTF-8) as a GBNF string literal, quotes included.
 std::string gbnf_literal(std::string_view text);
+/// A code point inside a GBNF character class (letters and digits as they are, others as
+/// \xHH, \uHHHH or \UHHHHHHHH).
+std::string gbnf_class_char(uint32_t cpt);
+
+/// A rule the writer defines when first used, with the rules it uses.
+struct FixedRule {
+  std::string name;
+  std::string body;
+  std::vector<std::string> uses;
+};
+/// The rules of the string formats (json_schema_formats.cpp).
+const std::vector<FixedRule>& format_rules();
 /// A rule name from `hint`: runs of characters outside [a-zA-Z0-9] become '-', at most
 /// 48 characters, "x" when nothing is left.
 std::string sanitize_name(std::string_view hint);
@@ -36,7 +49,8 @@ class GbnfWriter {
   /// Counts `units` more rules against the budget (repetitions the parser expands).
   bool charge(size_t units);
   /// The fixed rule `name` (ws, value, object, array, string, char, integer, number,
-  /// boolean, null, keychar), defined with what it uses; returns `name`.
+  /// boolean, null, keychar, pattern-char, or a rule of format_rules()), defined with what
+  /// it uses; returns `name`.
   std::string use(const std::string& name);
   /// A rule matching a JSON string (quotes included) that is none of `keys`, given as
   /// their JSON-escaped contents as nlohmann writes them. Its characters are written

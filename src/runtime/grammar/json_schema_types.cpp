@@ -1,8 +1,10 @@
-// JSON Schema -> GBNF for the structured types: strings (length), arrays (items,
-// prefixItems, counts) and objects (properties in order, required, additionalProperties).
+// JSON Schema -> GBNF for the structured types: strings (length; pattern and format are
+// in json_schema_pattern.cpp), arrays (items, prefixItems, counts) and objects
+// (properties in order, required, additionalProperties).
 #include <algorithm>
 
 #include "runtime/grammar/json_schema_compiler.h"
+#include "runtime/grammar/json_schema_formats.h"
 
 namespace tessera::grammar::schema {
 namespace {
@@ -70,6 +72,19 @@ Result<std::string> Compiler::compile_string(const Json& s, const std::string& p
   Result<uint64_t> hi = count_keyword(s, "maxLength", ptr, kUnbounded);
   if (!hi) return hi.status();
   if (*lo > *hi) return schema_error(ptr, "'minLength' is above 'maxLength': no string matches");
+  const StringFormat* format = nullptr;  // formats tessera has no rule for are annotations
+  if (s.contains("format")) {
+    if (!s["format"].is_string()) return schema_error(ptr, "'format' must be a string");
+    format = find_format(s["format"].get<std::string>());
+  }
+  if (s.contains("pattern")) {
+    if (format) {
+      return schema_error(ptr, "'pattern' beside 'format' \"" + format->name +
+                                   "\" cannot be combined in one grammar");
+    }
+    return compile_pattern(s, *lo, *hi, ptr, hint);
+  }
+  if (format) return compile_format(s, *format, *lo, *hi, ptr);
   if (*lo == 0 && *hi == kUnbounded) return w_.use("string");
   const std::string name = rule_name(hint);
   if (*hi == 0) return define(name, R"("\"" "\"")", ptr);
