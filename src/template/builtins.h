@@ -31,9 +31,7 @@ uint32_t map_case(uint32_t cp, CaseMap how);
 bool is_cased_letter(uint32_t cp);
 /// Each code point of UTF-8 text through f(code point, its index); invalid bytes pass.
 std::string map_text(const std::string& s, const std::function<uint32_t(uint32_t, size_t)>& f);
-/// The code point at s[i] (advancing i), or 0xFFFFFFFF for an invalid byte (i advances 1).
-uint32_t next_codepoint(const std::string& s, size_t& i);
-void append_codepoint(std::string& out, uint32_t cp);
+
 /// Python's str.strip(chars) family: `chars` empty = whitespace.
 std::string strip(const std::string& s, const std::string& chars, bool left, bool right);
 

@@ -10,16 +10,6 @@
 namespace tessera::jinja {
 namespace {
 
-uint32_t decode_utf8(const std::string& s, size_t& i) {
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-  if (i + size_t(len) > s.size()) len = 1;
-  uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-  for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + size_t(k)]) & 0x3F);
-  i += size_t(len);
-  return cp;
-}
-
 void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
   out += '"';
   char buf[16];
@@ -43,7 +33,9 @@ void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
       out += char(c);
       ++i;
     } else {
-      uint32_t cp = decode_utf8(s, i);
+      const size_t at = i;
+      uint32_t cp = next_codepoint(s, i);
+      if (cp == 0xFFFFFFFF) cp = static_cast<unsigned char>(s[at]);  // a stray byte as its value
       if (cp >= 0x10000) {
         cp -= 0x10000;
         std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "template/error.h"
+#include "template/value.h"
 
 namespace tessera::jinja {
 namespace {
@@ -35,24 +36,6 @@ std::string normalise_newlines(std::string_view in) {
   }
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
 }
 
 class Lexer {
@@ -280,7 +263,7 @@ class Lexer {
           cp = cp * 16 + uint32_t(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
         }
         if (cp > 0x10FFFF) syntax_error("illegal Unicode character in a string", start);
-        append_utf8(value, cp);
+        append_codepoint(value, cp);
       };
       switch (e) {
         case '\n': break;
@@ -302,7 +285,7 @@ class Lexer {
             uint32_t cp = uint32_t(e - '0');
             for (int k = 0; k < 2 && pos_ < src_.size() && src_[pos_] >= '0' && src_[pos_] <= '7'; ++k)
               cp = cp * 8 + uint32_t(src_[pos_++] - '0');
-            append_utf8(value, cp);
+            append_codepoint(value, cp);
           } else {
             value += '\\';
             value += e;

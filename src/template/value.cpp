@@ -306,6 +306,44 @@ std::string to_str(const Value& v) {
   }
 }
 
+uint32_t next_codepoint(const std::string& s, size_t& i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+  if (len == 0 || i + len > s.size()) {
+    ++i;
+    return 0xFFFFFFFF;
+  }
+  uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+  for (size_t k = 1; k < len; ++k) {
+    const unsigned char x = static_cast<unsigned char>(s[i + k]);
+    if ((x & 0xC0) != 0x80) {
+      ++i;
+      return 0xFFFFFFFF;
+    }
+    cp = (cp << 6) | (x & 0x3F);
+  }
+  i += len;
+  return cp;
+}
+
+void append_codepoint(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xC0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += char(0xE0 | (cp >> 12));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  } else {
+    out += char(0xF0 | (cp >> 18));
+    out += char(0x80 | ((cp >> 12) & 0x3F));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  }
+}
+
 size_t utf8_length(std::string_view s) {
   size_t n = 0;
   for (unsigned char c : s)

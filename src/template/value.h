@@ -113,6 +113,11 @@ std::string repr_at(const Value& v, int depth);
 /// Python's repr of a float ("1.0", "0.1", "1e-05", "inf").
 std::string float_repr(double v);
 
+/// The code point at s[i] (advancing i), or 0xFFFFFFFF for an invalid byte (i advances 1).
+uint32_t next_codepoint(const std::string& s, size_t& i);
+/// `cp` appended to `out` as UTF-8.
+void append_codepoint(std::string& out, uint32_t cp);
+
 /// The number of code points of UTF-8 text (invalid bytes count one each).
 size_t utf8_length(std::string_view s);
 /// UTF-8 text split into code points, each as its bytes.

@@ -47,7 +47,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
   touch node_modules
 fi
 
-tests=(webui_logic.test.mjs openai.test.mjs)
+tests=(webui_logic.test.mjs openai.test.mjs tools.test.mjs)
 if [ -x /usr/bin/chromium ]; then
   tests+=(webui.test.mjs)
 else
