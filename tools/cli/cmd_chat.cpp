@@ -21,6 +21,13 @@
 namespace tessera::cli {
 namespace {
 
+/// "the chatml template", or "its Jinja template (like chatml)" for the model's own.
+std::string template_words(const ChatTemplate& t) {
+  if (!t.is_jinja()) return "the " + std::string(t.name()) + " template";
+  if (t.name() == "jinja") return "its Jinja template";
+  return "its Jinja template (like " + std::string(t.name()) + ")";
+}
+
 // A model that never writes its template's end of turn gets replies of a quarter of the
 // context, at most this many tokens, unless -n says otherwise.
 constexpr int kDefaultReplyTokens = 128;
@@ -126,8 +133,8 @@ int reply_limit(const ChatOptions& o, const Chat& chat, bool ends_turns) {
                     ? o.n_predict
                     : int(std::clamp<int64_t>(chat.ctx->n_ctx() / 4, 1, kDefaultReplyTokens));
   const std::string marker(chat.chat_template.end_marker());
-  note("tessera chat: this model has no token for the end of a turn of the " +
-       std::string(chat.chat_template.name()) + " template (" + marker +
+  note("tessera chat: this model has no token for the end of a turn of " + template_words(chat.chat_template) +
+       " (" + marker +
        "), so a reply stops at a blank line or " +
        (n < 0 ? std::string("when the context is full")
               : "after " + std::to_string(n) + " tokens (-n changes it)"));
@@ -173,7 +180,13 @@ class ChatLoop {
     std::string line;
     while (next_message(line)) {
       if (Status s = session_.add_user_message(line); !s) {
-        note("tessera: " + s.message() + "; send a shorter message (or restart with a larger -c)");
+        // The model's template may refuse the conversation (raise_exception): a system
+        // message it does not take, say. Else the turn did not fit.
+        const bool refused = s.message().rfind("chat template", 0) == 0;
+        note("tessera: " + s.message() +
+             (refused ? " (the model's template refuses this conversation: try without --system, or choose "
+                        "another template with --chat-template NAME)"
+                      : "; send a shorter message (or restart with a larger -c)"));
         continue;
       }
       report_dropped(session_);
