@@ -29,7 +29,10 @@ Value f_slice(Interpreter& in, const Value& obj, Args& a) {
   const bool is_str = obj.is_string();
   if (!is_str && !obj.is_list()) type_error("'" + type_name(obj) + "' object is not subscriptable");
   std::vector<std::string> chars;
-  if (is_str) chars = utf8_chars(obj.str());
+  if (is_str) {
+    in.step(int64_t(obj.str().size() / 64));  // a walk over the whole string
+    chars = utf8_chars(obj.str());
+  }
   const int64_t n = is_str ? int64_t(chars.size()) : int64_t(obj.list->size());
   const int64_t step = int_arg(a.positional[3], 1);
   if (step == 0) fail("ValueError", "slice step cannot be zero");

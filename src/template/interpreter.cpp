@@ -507,6 +507,7 @@ Value arith(const std::string& op, const Value& a, const Value& b, Interpreter& 
       const size_t len = seq.str().size();
       if (len != 0 && uint64_t(n) > (uint64_t{1} << 40) / len) in.check_size(std::numeric_limits<size_t>::max());
       in.check_size(size_t(n) * len);
+      if (len == 0) return Value::string("");  // 10**17 copies of nothing: nothing, at once
       std::string out;
       for (int64_t k = 0; k < n; ++k) out += seq.str();
       return Value::string(std::move(out));
@@ -515,6 +516,7 @@ Value arith(const std::string& op, const Value& a, const Value& b, Interpreter& 
       const int64_t len = int64_t(seq.list->size());
       if (len != 0 && n > (int64_t{1} << 40) / len) in.step(std::numeric_limits<int64_t>::max() / 2);
       in.step(n * len);
+      if (len == 0) return Value::make_list({}, seq.is_tuple);
       Items items;
       for (int64_t k = 0; k < n; ++k) items.insert(items.end(), seq.list->begin(), seq.list->end());
       return Value::make_list(std::move(items), seq.is_tuple);
@@ -642,6 +644,7 @@ Value Interpreter::getitem(const Value& obj, const Value& key) {
           if (i < 0 || i >= n) return Value::undefined(type_name(obj) + " object has no element " + std::to_string(as_int(key)));
           return (*obj.list)[size_t(i)];
         }
+        step(int64_t(obj.str().size() / 64));  // a walk over the whole string
         const std::vector<std::string> chars = utf8_chars(obj.str());
         const int64_t n = int64_t(chars.size());
         if (i < 0) i += n;

@@ -289,6 +289,7 @@ TEST(Jinja, HostileTemplatesStopAtTheLimits) {
       {"{{ ''.__class__ }}", "SecurityError"},
       // Found by the fuzzer: each once took minutes or the whole stack.
       {"{{ [1]|batch(100000000000000, 0)|list }}", "LimitError"},
+      {"{{ 'x' * 100000000000000000 }}", "LimitError"},
       {"{% set ns = namespace(x=[]) %}{% for i in range(2000) %}{% set ns.x = [ns.x] %}{% endfor %}", "LimitError"},
   };
   for (const Hostile& h : cases) {
@@ -301,6 +302,8 @@ TEST(Jinja, HostileTemplatesStopAtTheLimits) {
     ASSERT_FALSE(out.is_ok()) << h.tpl;
     EXPECT_NE(out.status().message().find(h.what), std::string::npos) << h.tpl << ": " << out.status().message();
   }
+  // Empty sequences repeated 10**17 times (a loop of 10**17 empty copies was not immediate).
+  EXPECT_EQ(*render("{{ [] * 100000000000000000 }}|{{ '' * 100000000000000000 }}|{{ () * 100000000000000000 }}"), "[]||()");
   // Powers by squaring: 1 ** 10**13 is immediate (a loop of 10**13 multiplications was not).
   EXPECT_EQ(*render("{{ 1 ** 10000000000000 }}|{{ 3 ** 4 }}|{{ 2 ** 70 }}|{{ (-1) ** 10000000000001 }}"),
             "1|81|1.1805916207174113e+21|-1");
