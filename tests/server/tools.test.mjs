@@ -17,6 +17,7 @@ const templates = path.join(sharedDir, 'templates');
 const QWEN = path.join(templates, 'Qwen-Qwen2.5-7B-Instruct.jinja');
 const LLAMA3 = path.join(templates, 'meta-llama-Llama-3.1-8B-Instruct.jinja');
 const QWEN3 = path.join(templates, 'Qwen-Qwen3.jinja');
+const GEMMA = path.join(templates, 'google-gemma-2-2b-it.jinja');
 
 const WEATHER = {
   type: 'function',
@@ -187,6 +188,34 @@ for (const [label, file] of [['Qwen-style', QWEN], ['Llama-3-style', LLAMA3]]) {
     });
   });
 }
+
+// Gemma's template shows no tools and refuses a system message: the generic format's
+// instruction, with the tools, goes before the first user message.
+describe('tool calls, a template without tools (Gemma 2)', { skip: !fs.existsSync(GEMMA) && `absent: ${GEMMA}` }, () => {
+  let server;
+  let client;
+  before(async () => {
+    server = await startServer('tools-gemma', ['-np', '1', '--ctx-per-seq', '2048', '--chat-template-file', GEMMA]);
+    client = clientFor(server);
+  });
+  after(async () => {
+    const r = await server?.stop();
+    if (r) assert.deepEqual({ code: r.code, signal: r.signal }, { code: 0, signal: null });
+  });
+
+  test('the tools reach the prompt and a required call validates', T, async () => {
+    const shown = await fetch(`${server.url}/apply-template`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ messages: USER, tools: [WEATHER] }),
+    }).then((x) => x.json());
+    assert.ok(shown.prompt?.includes('"get_weather"') && shown.prompt.includes(USER[0].content), JSON.stringify(shown));
+    const r = await client.chat.completions.create({
+      model: 'm', messages: USER, tools: [WEATHER], tool_choice: 'required', seed: 2, max_tokens: 300,
+    });
+    assert.equal(r.choices[0].finish_reason, 'tool_calls', JSON.stringify(r.choices[0]));
+    checkCall(r.choices[0].message.tool_calls[0], 'get_weather');
+  });
+});
 
 describe('reasoning', { skip: !fs.existsSync(QWEN3) && `absent: ${QWEN3}` }, () => {
   let server;

@@ -30,6 +30,37 @@ std::string message_json(const ojson& m, const ChatMessage& decoded) {
   return copy.dump();
 }
 
+void set_content(ChatMessage& m, std::string text) {
+  m.content = std::move(text);
+  if (m.json.empty()) return;
+  ojson j = ojson::parse(m.json);
+  j["content"] = m.content;
+  m.json = j.dump();
+}
+
+// The generic format's instruction: in the first system message, or as one; for a
+// template that refuses system messages (Gemma's), before the first user message's text,
+// as llama.cpp's minja moves a system message there.
+void add_instruction(const ChatTemplate& tmpl, std::vector<ChatMessage>& messages, const ChatExtras& extras,
+                     const std::string& instruction) {
+  std::vector<ChatMessage> as_system = messages;
+  if (!as_system.empty() && as_system[0].role == "system") {
+    set_content(as_system[0], as_system[0].content + "\n\n" + instruction);
+  } else {
+    as_system.insert(as_system.begin(), ChatMessage{"system", instruction});
+  }
+  if (tmpl.format(as_system, true, extras).is_ok()) {
+    messages = std::move(as_system);
+    return;
+  }
+  for (ChatMessage& m : messages) {
+    if (m.role != "user") continue;
+    set_content(m, instruction + "\n\n" + m.content);
+    return;
+  }
+  messages = std::move(as_system);  // no user message: the template's own error tells
+}
+
 }  // namespace
 
 ReplyPlan decode_chat_tools(const Fields& body, const ojson& ordered, const ServerContext& ctx,
@@ -86,19 +117,17 @@ ReplyPlan decode_chat_tools(const Fields& body, const ojson& ordered, const Serv
   plan.tool_list = std::move(*list);
   plan.choice = *choice;
   plan.format = tool_calls::detect_format(tmpl.source());
-  const std::string_view instruction = tool_calls::system_instruction(plan.format);
+  std::string instruction(tool_calls::system_instruction(plan.format));
   if (!instruction.empty()) {
-    // The generic format's instruction, in the first system message or as one.
-    if (!messages.empty() && messages[0].role == "system") {
-      messages[0].content += "\n\n" + std::string(instruction);
-      if (!messages[0].json.empty()) {
-        ojson m = ojson::parse(messages[0].json);
-        m["content"] = messages[0].content;
-        messages[0].json = m.dump();
-      }
-    } else {
-      messages.insert(messages.begin(), ChatMessage{"system", std::string(instruction)});
+    // A template that does not show the tools itself (Gemma's, a built-in family) gets
+    // them in this instruction, as llama.cpp's minja adds them for such templates: the
+    // model must know what it may call. Whether it shows them: the first tool's name is
+    // in a render with the tools.
+    const Result<std::string> shown = tmpl.format(messages, true, extras);
+    if (!shown || shown->find(plan.tool_list[0].name) == std::string::npos) {
+      instruction += "\n\nThe tools you can call:\n" + ordered["tools"].dump(2);
     }
+    add_instruction(tmpl, messages, extras, instruction);
   }
   return plan;
 }
