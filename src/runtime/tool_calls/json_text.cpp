@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstdint>
 
+#include "tokenizer/unicode.h"
+
 namespace tessera::tool_calls::json {
 namespace {
 
@@ -126,24 +128,6 @@ class Scanner {
   size_t i_;
   bool final_;
 };
-
-void append_utf8(std::string& out, uint32_t cpt) {
-  if (cpt < 0x80) {
-    out += static_cast<char>(cpt);
-  } else if (cpt < 0x800) {
-    out += static_cast<char>(0xC0 | (cpt >> 6));
-    out += static_cast<char>(0x80 | (cpt & 0x3F));
-  } else if (cpt < 0x10000) {
-    out += static_cast<char>(0xE0 | (cpt >> 12));
-    out += static_cast<char>(0x80 | ((cpt >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cpt & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cpt >> 18));
-    out += static_cast<char>(0x80 | ((cpt >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cpt >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cpt & 0x3F));
-  }
-}
 
 uint32_t hex4(std::string_view s) {
   return static_cast<uint32_t>(std::stoul(std::string(s), nullptr, 16));
@@ -294,7 +278,7 @@ std::optional<std::string> string_value(std::string_view value) {
           }
         }
         if (cpt >= 0xD800 && cpt < 0xE000) cpt = 0xFFFD;  // a lone surrogate
-        append_utf8(out, cpt);
+        tok::append_utf8(cpt, out);
         break;
       }
       default:
