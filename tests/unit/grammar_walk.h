@@ -5,6 +5,8 @@
 // that continues a literal, among a hundred that do not) is taken as often as a common one.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -14,9 +16,20 @@
 
 #include "runtime/grammar/matcher_state.h"
 #include "tessera/grammar.h"
+#include "tessera/json_schema.h"
 #include "tokenizer/unicode.h"
 
 namespace tessera::test {
+
+/// A schema's grammar, parsed (null, with a test failure, when either step refuses it).
+inline std::shared_ptr<const Grammar> schema_grammar(const std::string& schema) {
+  Result<std::string> text = json_schema_to_grammar(schema);
+  EXPECT_TRUE(text.is_ok()) << text.status().message() << "\nschema: " << schema;
+  if (!text) return nullptr;
+  Result<std::shared_ptr<const Grammar>> g = Grammar::parse(*text, "schema");
+  EXPECT_TRUE(g.is_ok()) << g.status().message() << "\n" << *text;
+  return g ? *g : nullptr;
+}
 
 struct GrammarWalk {
   std::string text;    // UTF-8

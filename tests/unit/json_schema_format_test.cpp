@@ -26,12 +26,7 @@ using nlohmann::json;
 std::shared_ptr<const Grammar> format_grammar(const std::string& format,
                                               const std::string& extra = "") {
   const std::string schema = R"({"type": "string", "format": ")" + format + "\"" + extra + "}";
-  Result<std::string> text = json_schema_to_grammar(schema);
-  EXPECT_TRUE(text.is_ok()) << text.status().message() << "\nschema: " << schema;
-  if (!text) return nullptr;
-  Result<std::shared_ptr<const Grammar>> g = Grammar::parse(*text, "schema");
-  EXPECT_TRUE(g.is_ok()) << g.status().message() << "\n" << *text;
-  return g ? *g : nullptr;
+  return test::schema_grammar(schema);
 }
 
 bool accepts_string(const std::shared_ptr<const Grammar>& g, const std::string& s) {

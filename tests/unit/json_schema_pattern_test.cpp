@@ -25,12 +25,7 @@ std::shared_ptr<const Grammar> pattern_grammar(const std::string& pattern,
                                                const std::string& extra = "") {
   const std::string schema =
       R"({"type": "string", "pattern": )" + json(pattern).dump() + extra + "}";
-  Result<std::string> text = json_schema_to_grammar(schema);
-  EXPECT_TRUE(text.is_ok()) << text.status().message() << "\nschema: " << schema;
-  if (!text) return nullptr;
-  Result<std::shared_ptr<const Grammar>> g = Grammar::parse(*text, "schema");
-  EXPECT_TRUE(g.is_ok()) << g.status().message() << "\n" << *text;
-  return g ? *g : nullptr;
+  return test::schema_grammar(schema);
 }
 
 std::string error_of(const std::string& pattern, const std::string& extra = "") {

@@ -11,17 +11,13 @@
 
 #include "tessera/grammar.h"
 #include "tessera/json_schema.h"
+#include "grammar_walk.h"
 
 namespace tessera {
 namespace {
 
 std::shared_ptr<const Grammar> compile(const std::string& schema) {
-  Result<std::string> text = json_schema_to_grammar(schema);
-  EXPECT_TRUE(text.is_ok()) << text.status().message() << "\nschema: " << schema;
-  if (!text) return nullptr;
-  Result<std::shared_ptr<const Grammar>> g = Grammar::parse(*text, "schema");
-  EXPECT_TRUE(g.is_ok()) << g.status().message() << "\n" << *text;
-  return g ? *g : nullptr;
+  return test::schema_grammar(schema);
 }
 
 bool accepts(const std::shared_ptr<const Grammar>& g, const std::string& doc) {

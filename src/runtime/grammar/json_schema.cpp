@@ -251,18 +251,21 @@ bool constrains(std::string_view keyword) {
   return k && k->kind == Kind::Constraint;
 }
 
-Result<std::string> Compiler::compile(const Json& s, const std::string& ptr,
-                                      const std::string& hint, int depth) {
-  if (s.is_boolean()) {
-    if (s.get<bool>()) return w_.use("value");
-    return schema_error(ptr, "the schema 'false' matches no value");
-  }
+Status Compiler::check_node(const Json& s, const std::string& ptr, int depth) {
+  if (s.is_boolean()) return schema_error(ptr, "the schema 'false' matches no value");
   if (!s.is_object()) return schema_error(ptr, "a schema must be an object or a boolean");
   if (depth > kMaxDepth) {
     return schema_error(ptr, "schemas nested deeper than " + std::to_string(kMaxDepth) +
                                  " levels (tessera's limit kMaxSchemaDepth)");
   }
   TESSERA_RETURN_IF_ERROR(check_keywords(s, ptr));
+  return Status::ok();
+}
+
+Result<std::string> Compiler::compile(const Json& s, const std::string& ptr,
+                                      const std::string& hint, int depth) {
+  if (s.is_boolean() && s.get<bool>()) return w_.use("value");
+  TESSERA_RETURN_IF_ERROR(check_node(s, ptr, depth));
   // A combinator with other constraints beside it is an allOf of them all.
   const size_t combinators = s.count("$ref") + s.count("anyOf") + s.count("oneOf");
   const auto n_constraints = std::count_if(s.items().begin(), s.items().end(),

@@ -40,6 +40,9 @@ class Compiler {
   Result<std::string> run();
 
   // Each compile_* returns a GBNF atom (a rule name) matching the schema's values.
+  /// What every schema node must be (`true` aside, which callers take first): an object
+  /// (false matches nothing), within kMaxDepth, with only known keywords.
+  Status check_node(const Json& s, const std::string& ptr, int depth);
   Result<std::string> compile(const Json& s, const std::string& ptr, const std::string& hint,
                               int depth);
 

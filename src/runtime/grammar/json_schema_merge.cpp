@@ -57,16 +57,8 @@ struct ArrayPart {
 
 Status Compiler::collect_parts(const Json& s, const std::string& ptr, int depth,
                                std::vector<std::string>& path, std::vector<MergePart>& out) {
-  if (s.is_boolean()) {
-    if (s.get<bool>()) return Status::ok();
-    return schema_error(ptr, "the schema 'false' matches no value");
-  }
-  if (!s.is_object()) return schema_error(ptr, "a schema must be an object or a boolean");
-  if (depth > kMaxDepth) {
-    return schema_error(ptr, "schemas nested deeper than " + std::to_string(kMaxDepth) +
-                                 " levels (tessera's limit kMaxSchemaDepth)");
-  }
-  TESSERA_RETURN_IF_ERROR(check_keywords(s, ptr));
+  if (s.is_boolean() && s.get<bool>()) return Status::ok();
+  TESSERA_RETURN_IF_ERROR(check_node(s, ptr, depth));
   Json rest = Json::object();
   for (const auto& [key, value] : s.items()) {
     if (key == "allOf" || key == "$ref" || !constrains(key)) continue;

@@ -1,6 +1,8 @@
 // GBNF literals, and the renaming that embeds one grammar in another.
 #include "runtime/tool_calls/gbnf.h"
 
+#include "runtime/tool_calls/json_text.h"
+
 namespace tessera::tool_calls::gbnf {
 namespace {
 
@@ -25,36 +27,9 @@ size_t closing(std::string_view text, size_t i, char close) {
 }  // namespace
 
 std::string literal(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          static const char kHex[] = "0123456789ABCDEF";
-          out += "\\x";
-          out += kHex[(c >> 4) & 0xF];
-          out += kHex[c & 0xF];
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  // A GBNF literal escapes as a JSON string does (\" \\ \n \r \t, \u00XX for the other
+  // control characters): the same text.
+  return json::quote(text);
 }
 
 std::string embed(std::string_view grammar, std::string_view prefix) {
