@@ -1,5 +1,5 @@
-// Every architecture against the reference engine's logits in ../shared/archs/golden, by
-// the rules of ../shared/archs/README.md: the prompt's text tokenizes to the golden ids;
+// Every architecture against the reference engine's logits in ../shared/archs/golden and
+// ../shared/archs2/golden, by the rules of ../shared/archs/README.md: the prompt's text tokenizes to the golden ids;
 // the logits after the prompt are within the NMSE bound; then, teacher-forced with the
 // reference's greedy tokens, every step's top-5 logits are within a tolerance of the
 // reference's, and the argmax agrees wherever the reference's top-1/top-2 gap is clearly
@@ -32,8 +32,8 @@ class ArchGolden : public ::testing::TestWithParam<ArchCase> {};
 
 TEST_P(ArchGolden, MatchesReference) {
   const ArchCase& c = GetParam();
-  TESSERA_REQUIRE_SHARED(golden_path, "archs/golden/" + c.golden());
-  TESSERA_REQUIRE_SHARED(model_path, "archs/models/" + c.model());
+  TESSERA_REQUIRE_SHARED(golden_path, c.golden_path());
+  TESSERA_REQUIRE_SHARED(model_path, c.model_path());
   std::ifstream in(golden_path);
   const nlohmann::json golden = nlohmann::json::parse(in);
   Result<std::unique_ptr<Model>> model = Model::load(model_path);
@@ -62,7 +62,7 @@ TEST_P(ArchGolden, MatchesReference) {
     ContextParams cp;
     cp.n_threads = threads;
     cp.n_batch = batch;
-    cp.n_ctx = int64_t(prompt.size() + ref_greedy.size());
+    cp.n_ctx = c.golden_n_ctx() > 0 ? c.golden_n_ctx() : int64_t(prompt.size() + ref_greedy.size());
     Result<std::unique_ptr<Context>> ctx = Context::create(m, cp);
     ASSERT_TRUE(ctx.is_ok()) << ctx.status().message();
     ASSERT_TRUE((*ctx)->decode(prompt).is_ok());
@@ -95,17 +95,23 @@ TEST_P(ArchGolden, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, ArchGolden, ::testing::ValuesIn(test::arch_cases()), test::arch_case_name);
 
-// The table above covers every golden file the reference data holds.
+// The table above covers every golden file the reference data holds, but for the
+// second set's files whose features are not built yet (archs2_pending, each a failure to
+// remove as it is built).
 TEST(ArchGoldenFiles, EveryFileIsInTheTable) {
-  const std::string folder = test::shared_folder("archs/golden");
-  if (folder.empty()) GTEST_SKIP() << "shared folder absent: archs/golden";
-  const std::filesystem::path dir = folder;
   std::set<std::string> listed;
-  for (const ArchCase& c : test::arch_cases()) listed.insert(c.golden());
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.ends_with(".hello.json")) {
-      EXPECT_TRUE(listed.count(name)) << name << " is not tested";
+  for (const ArchCase& c : test::arch_cases()) listed.insert(c.set + "/" + c.golden());
+  for (const std::string& a : test::archs2_pending()) {
+    for (const char* q : {"", "-Q8_0", "-Q4_0"}) listed.insert("archs2/" + a + q + ".hello.json");
+  }
+  for (const char* set : {"archs", "archs2"}) {
+    const std::string folder = test::shared_folder(std::string(set) + "/golden");
+    if (folder.empty()) GTEST_SKIP() << "shared folder absent: " << set << "/golden";
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(folder))) {
+      const std::string name = entry.path().filename().string();
+      if (name.ends_with(".hello.json")) {
+        EXPECT_TRUE(listed.count(std::string(set) + "/" + name)) << set << "/" << name << " is not tested";
+      }
     }
   }
 }

@@ -34,11 +34,11 @@ using test::decode_alone;
 using test::make_context;
 using test::some_tokens;
 
-class ArchRuntime : public ::testing::TestWithParam<std::string> {
+class ArchRuntime : public ::testing::TestWithParam<test::ArchCase> {
  protected:
   void SetUp() override {
-    path_ = test::shared_file("archs/models/" + GetParam() + ".gguf");
-    if (path_.empty()) GTEST_SKIP() << "shared file absent: archs/models/" << GetParam() << ".gguf";
+    TESSERA_REQUIRE_SHARED(path, GetParam().model_path());
+    path_ = path;
     Result<std::unique_ptr<Model>> m = Model::load(path_);
     ASSERT_TRUE(m.is_ok()) << m.status().message();
     model_ = std::move(*m);
@@ -83,7 +83,7 @@ TEST_P(ArchRuntime, SavedStateContinuesIdentically) {
   const Model& m = *model_;
   const std::vector<TokenId> prompt = some_tokens(9, 4, m.info().n_vocab);
   const TokenId next[] = {7};
-  const std::string file = temp_path(GetParam() + ".state");
+  const std::string file = temp_path(GetParam().stem() + ".state");
   std::vector<float> expected;
   {
     std::unique_ptr<Context> a = make_context(m, 64);
@@ -136,8 +136,7 @@ TEST_P(ArchRuntime, ShiftsFollowThePositionEncoding) {
   EXPECT_TRUE(c->context_shift(0, 2).is_ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, ArchRuntime, ::testing::ValuesIn(test::arch_names()),
-                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+INSTANTIATE_TEST_SUITE_P(Archs, ArchRuntime, ::testing::ValuesIn(test::arch_f16_cases()), test::arch_case_name);
 
 // Our quantizer on the F16 file: the reference quantizer's types tensor by tensor, and
 // logits within the quantized golden's bound.
@@ -145,9 +144,9 @@ class ArchQuantize : public ::testing::TestWithParam<test::ArchCase> {};
 
 TEST_P(ArchQuantize, MatchesTheReferenceQuantizer) {
   const test::ArchCase& c = GetParam();
-  TESSERA_REQUIRE_SHARED(f16, "archs/models/" + c.arch + ".gguf");
-  TESSERA_REQUIRE_SHARED(ref_path, "archs/models/" + c.model());
-  TESSERA_REQUIRE_SHARED(golden_path, "archs/golden/" + c.golden());
+  TESSERA_REQUIRE_SHARED(f16, c.f16().model_path());
+  TESSERA_REQUIRE_SHARED(ref_path, c.model_path());
+  TESSERA_REQUIRE_SHARED(golden_path, c.golden_path());
   const std::string out = temp_path(c.model());
   QuantizeParams p;
   p.type_name = c.quant;
