@@ -16,6 +16,7 @@ build="${TESSERA_FUZZ_BUILD:-$root/build-fuzz}"
 corpus="$root/tests/fuzz/corpus"
 bash "$root/scripts/deps.sh" --fuzz
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
   -DTESSERA_TESTS=OFF -DTESSERA_BENCH=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target fuzz
 mapfile -t all_targets < <(cd "$root/tests/fuzz" && ls fuzz_*.cpp | grep -v fuzz_support | sed 's/^fuzz_//; s/\.cpp$//')
