@@ -16,6 +16,7 @@ extern const Arch kBloomArch;
 extern const Arch kQwen2Arch;
 extern const Arch kPhi3Arch;
 extern const Arch kGemmaArch;
+extern const Arch kGemma2Arch;
 
 namespace {
 const Arch* const kArchs[] = {
@@ -32,6 +33,7 @@ const Arch* const kArchs[] = {
     &kQwen2Arch,
     &kPhi3Arch,
     &kGemmaArch,
+    &kGemma2Arch,
 };
 }  // namespace
 
