@@ -17,6 +17,7 @@ extern const Arch kQwen2Arch;
 extern const Arch kPhi3Arch;
 extern const Arch kGemmaArch;
 extern const Arch kGemma2Arch;
+extern const Arch kGraniteArch;
 
 namespace {
 const Arch* const kArchs[] = {
@@ -34,6 +35,7 @@ const Arch* const kArchs[] = {
     &kPhi3Arch,
     &kGemmaArch,
     &kGemma2Arch,
+    &kGraniteArch,
 };
 }  // namespace
 
