@@ -18,6 +18,7 @@ extern const Arch kPhi3Arch;
 extern const Arch kGemmaArch;
 extern const Arch kGemma2Arch;
 extern const Arch kGraniteArch;
+extern const Arch kCommandRArch;
 
 namespace {
 const Arch* const kArchs[] = {
@@ -36,6 +37,7 @@ const Arch* const kArchs[] = {
     &kGemmaArch,
     &kGemma2Arch,
     &kGraniteArch,
+    &kCommandRArch,
 };
 }  // namespace
 
