@@ -151,6 +151,7 @@ bool op_can_run_in_place(const Tensor* node) {
     case Op::Gelu:
     case Op::ReluSqr:
     case Op::Clamp:
+    case Op::Softcap:
     case Op::Acc:  // src0 is null for acc_zeros: nothing to write over
       return node->src[0] != nullptr && node->src[0]->is_contiguous();
     default:

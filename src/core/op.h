@@ -29,11 +29,13 @@ enum class Op : uint8_t {
   Gelu,       // tanh approximation
   ReluSqr,    // max(x, 0)^2 (Persimmon's feed-forward)
   Clamp,      // min(max(x, lo), hi)
+  Softcap,    // cap * tanh(x / cap) (Gemma 2's logit soft-capping); ScaleParams: the cap
   Cpy,        // converts src0 into the layout and type of src1; result is a view of src1
   Cont,       // contiguous copy of src0 (possibly with type change)
   Concat,     // src0 and src1 joined along `dim`
-  Attention,  // per head: softmax(scale q k^T + slope * mask) v; src0 q, src1 k, src2 v,
-              // src3 mask; slope 1, or ALiBi's per-head slope when max_bias > 0
+  Attention,  // per head: softmax(cap(scale q k^T) + slope * mask) v; src0 q, src1 k, src2 v,
+              // src3 mask; slope 1, or ALiBi's per-head slope when max_bias > 0; cap: the
+              // identity, or softcap tanh(. / softcap) when softcap > 0
   // The ops of backward graphs (src/train): gradients and what they need.
   Acc,            // src0 (or zeros when null) with src1 added into a strided window of it
   SumTo,          // src0 summed down to a smaller shape (the gradient of a broadcast)
@@ -68,12 +70,32 @@ enum class RopeMode : int32_t {
   Normal = 0,  // rotates pairs (x[2i], x[2i+1]) — LLaMA as stored in GGUF
   NeoX = 2,    // rotates pairs (x[i], x[i + n_dims/2]) — GPT-NeoX, Falcon, ...
 };
+/// YaRN and the attention factor of a rope (ggml's rope_ext): the defaults leave the plain
+/// rotation. Pair i's angle mixes the interpolated theta (freq_scale theta) with the
+/// extrapolated one by ramp(i) ext_factor, the ramp falling from 1 to 0 between the
+/// correction dims of beta_fast and beta_slow rotations over n_ctx_orig positions; cos and
+/// sin are multiplied by attn_factor, and by 1 + 0.1 ln(1 / freq_scale) when ext_factor != 0.
+struct RopeYarn {
+  float ext_factor = 0.0f;
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  int32_t n_ctx_orig = 0;
+  /// Whether the result is the plain rotation (no YaRN mix, magnitude 1).
+  bool plain() const { return ext_factor == 0.0f && attn_factor == 1.0f; }
+  /// The magnitude cos and sin are multiplied by for a freq_scale.
+  float magnitude(float freq_scale) const;
+  /// The first and last pair of the YaRN ramp: ggml_rope_yarn_corr_dims.
+  void corr_dims(int n_dims, float freq_base, float dims[2]) const;
+  bool operator==(const RopeYarn&) const = default;
+};
 struct RopeParams {
   int32_t n_dims;  // leading dimensions rotated; the rest pass through
   RopeMode mode;
   float freq_base;
   float freq_scale;
   bool inverse = false;  // rotates by -theta: the gradient of the forward rotation
+  RopeYarn yarn = {};
 };
 struct SoftMaxParams {
   float scale;
@@ -84,6 +106,8 @@ struct ConcatParams {
 struct AttentionParams {
   float scale;
   float max_bias = 0.0f;  // ALiBi: > 0 multiplies head h's mask by its slope (alibi_slope)
+  float softcap = 0.0f;   // > 0: each score scale q.k becomes softcap tanh(score / softcap)
+                          // before the mask is added (Gemma 2)
 };
 struct ClampParams {
   float lo;

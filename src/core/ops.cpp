@@ -1,6 +1,8 @@
 #include "core/ops.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "core/check.h"
 
@@ -88,8 +90,10 @@ Tensor* norm(Graph& g, Tensor* a, float eps) {
 }
 
 Tensor* rope(Graph& g, Tensor* a, Tensor* pos, int n_dims, RopeMode mode, float freq_base,
-             float freq_scale, Tensor* freq_factors) {
+             float freq_scale, Tensor* freq_factors, const RopeYarn& yarn) {
   TESSERA_CHECK(a->type == DType::F32 && pos->type == DType::I32);
+  TESSERA_CHECK(std::isfinite(yarn.ext_factor) && std::isfinite(yarn.attn_factor));
+  TESSERA_CHECK(yarn.ext_factor == 0.0f || (yarn.n_ctx_orig > 0 && freq_scale > 0.0f));
   TESSERA_CHECK(pos->nelements() == a->ne[2] && a->ne[3] == 1);
   TESSERA_CHECK(n_dims % 2 == 0 && n_dims <= a->ne[0]);
   if (freq_factors) {
@@ -97,7 +101,7 @@ Tensor* rope(Graph& g, Tensor* a, Tensor* pos, int n_dims, RopeMode mode, float 
                   freq_factors->is_contiguous());
   }
   Tensor* t = new_node(g, Op::Rope, DType::F32, a->ne, a, pos, freq_factors);
-  t->params = RopeParams{n_dims, mode, freq_base, freq_scale};
+  t->params = RopeParams{n_dims, mode, freq_base, freq_scale, false, yarn};
   return t;
 }
 
@@ -123,6 +127,13 @@ Tensor* clamp(Graph& g, Tensor* a, float lo, float hi) {
   return t;
 }
 
+Tensor* softcap(Graph& g, Tensor* a, float cap) {
+  TESSERA_CHECK(cap > 0 && std::isfinite(cap));
+  Tensor* t = unary(g, Op::Softcap, a);
+  t->params = ScaleParams{cap};
+  return t;
+}
+
 Tensor* cpy(Graph& g, Tensor* a, Tensor* b) {
   TESSERA_CHECK(a->nelements() == b->nelements());
   Tensor* t = new_view(g, Op::Cpy, b, b->ne, b->nb, 0);
@@ -135,7 +146,8 @@ Tensor* cont(Graph& g, Tensor* a, DType type) { return new_node(g, Op::Cont, typ
 namespace {
 
 void check_attention(const Tensor* q, const Tensor* k, const Tensor* v, const Tensor* mask,
-                     float max_bias) {
+                     float max_bias, float softcap) {
+  TESSERA_CHECK(softcap >= 0 && std::isfinite(softcap));
   const int64_t hd = q->ne[0];
   TESSERA_CHECK(q->type == DType::F32 && k->type == v->type);
   TESSERA_CHECK(k->ne[0] == hd && v->ne[0] == hd && k->ne[1] == v->ne[1] && k->ne[2] == v->ne[2]);
@@ -149,11 +161,11 @@ void check_attention(const Tensor* q, const Tensor* k, const Tensor* v, const Te
 }  // namespace
 
 Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
-                  float max_bias) {
-  check_attention(q, k, v, mask, max_bias);
+                  float max_bias, float softcap) {
+  check_attention(q, k, v, mask, max_bias, softcap);
   Tensor* t = new_node(g, Op::Attention, DType::F32, {q->ne[0], q->ne[2], q->ne[1], 1}, q, k, v);
   t->src[3] = mask;
-  t->params = AttentionParams{scale, max_bias};
+  t->params = AttentionParams{scale, max_bias, softcap};
   return t;
 }
 
@@ -232,24 +244,24 @@ Tensor* silu_back(Graph& g, Tensor* x, Tensor* dy) {
 }
 
 Tensor* rope_back(Graph& g, Tensor* dy, Tensor* pos, int n_dims, RopeMode mode, float freq_base,
-                  float freq_scale, Tensor* freq_factors) {
-  Tensor* t = rope(g, dy, pos, n_dims, mode, freq_base, freq_scale, freq_factors);
+                  float freq_scale, Tensor* freq_factors, const RopeYarn& yarn) {
+  Tensor* t = rope(g, dy, pos, n_dims, mode, freq_base, freq_scale, freq_factors, yarn);
   std::get<RopeParams>(t->params).inverse = true;
   return t;
 }
 
 AttentionGrads attention_back(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask,
-                              Tensor* dout, float scale, float max_bias) {
+                              Tensor* dout, float scale, float max_bias, float softcap) {
   TESSERA_CHECK(q->type == DType::F32 && k->type == DType::F32 && v->type == DType::F32);
   TESSERA_CHECK(dout->type == DType::F32 && dout->ne[0] == q->ne[0] && dout->ne[1] == q->ne[2] &&
                 dout->ne[2] == q->ne[1] && dout->ne[3] == 1);
-  check_attention(q, k, v, mask, max_bias);
+  check_attention(q, k, v, mask, max_bias, softcap);
   const int64_t n_q = q->ne[0] * q->ne[1] * q->ne[2];
   const int64_t n_k = k->ne[0] * k->ne[1] * k->ne[2];
   Tensor* packed = new_node(g, Op::AttentionBack, DType::F32, {n_q + 2 * n_k, 1, 1, 1}, q, k, v);
   packed->src[3] = mask;
   packed->src[4] = dout;
-  packed->params = AttentionParams{scale, max_bias};
+  packed->params = AttentionParams{scale, max_bias, softcap};
   auto part = [&](const Shape& ne, int64_t first) {
     return view(g, packed, ne, contiguous_strides(DType::F32, ne), size_t(first) * sizeof(float));
   };
@@ -309,12 +321,26 @@ namespace tessera {
 std::string_view op_name(Op op) {
   static constexpr std::string_view kNames[] = {
       "none", "get_rows", "set_rows", "add",  "mul",  "scale",  "mul_mat",
-      "rms_norm", "norm", "rope",     "soft_max", "silu", "gelu", "relu_sqr", "clamp", "cpy",
+      "rms_norm", "norm", "rope",     "soft_max", "silu", "gelu", "relu_sqr", "clamp", "softcap", "cpy",
       "cont", "concat", "attention", "acc", "sum_to", "get_rows_back", "rms_norm_back",
       "soft_max_back", "silu_back", "attention_back", "cross_entropy", "cross_entropy_back",
       "view", "reshape", "permute", "transpose"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Op::Count));
   return kNames[size_t(op)];
+}
+
+float RopeYarn::magnitude(float freq_scale) const {
+  return ext_factor != 0.0f ? attn_factor * (1.0f + 0.1f * std::log(1.0f / freq_scale)) : attn_factor;
+}
+
+void RopeYarn::corr_dims(int n_dims, float freq_base, float dims[2]) const {
+  // The pair whose wavelength fits n_rot turns into n_ctx_orig positions (ggml's
+  // ggml_rope_yarn_corr_dim), for beta_fast and beta_slow turns.
+  auto corr_dim = [&](float n_rot) {
+    return float(n_dims) * std::log(float(n_ctx_orig) / (n_rot * 2.0f * std::numbers::pi_v<float>)) / (2.0f * std::log(freq_base));
+  };
+  dims[0] = std::max(0.0f, std::floor(corr_dim(beta_fast)));
+  dims[1] = std::min(float(n_dims - 1), std::ceil(corr_dim(beta_slow)));
 }
 
 float alibi_slope(int64_t h, int64_t n_head, float max_bias) {

@@ -24,9 +24,11 @@ Tensor* rms_norm(Graph& g, Tensor* a, float eps);
 Tensor* norm(Graph& g, Tensor* a, float eps);
 /// a: [head_dim, n_head, n_tokens, 1], pos: I32 [n_tokens]. Pair i (< n_dims / 2) turns by
 /// pos * freq_scale * freq_base^(-2i / n_dims) / freq_factors[i] (freq_factors: optional F32
-/// [>= n_dims / 2], e.g. Llama 3's rope_freqs); dims past n_dims pass through.
+/// [>= n_dims / 2], e.g. Llama 3's rope_freqs); dims past n_dims pass through. `yarn`
+/// (ggml's rope_ext): YaRN's ramp between that angle and the unscaled one, and the
+/// magnitude cos and sin are multiplied by (RopeYarn in core/op.h).
 Tensor* rope(Graph& g, Tensor* a, Tensor* pos, int n_dims, RopeMode mode, float freq_base,
-             float freq_scale, Tensor* freq_factors = nullptr);
+             float freq_scale, Tensor* freq_factors = nullptr, const RopeYarn& yarn = {});
 /// softmax(a * scale + mask) along dim 0; mask F32 [a.ne0, >= a.ne1] broadcast over dims 2-3.
 Tensor* soft_max(Graph& g, Tensor* a, Tensor* mask, float scale);
 Tensor* silu(Graph& g, Tensor* a);
@@ -35,6 +37,8 @@ Tensor* gelu(Graph& g, Tensor* a);
 Tensor* relu_sqr(Graph& g, Tensor* a);
 /// min(max(a, lo), hi).
 Tensor* clamp(Graph& g, Tensor* a, float lo, float hi);
+/// cap * tanh(a / cap), cap > 0: Gemma 2's soft-capping of logits.
+Tensor* softcap(Graph& g, Tensor* a, float cap);
 /// Copies a into b's layout and type (same element count); the result stands for b.
 Tensor* cpy(Graph& g, Tensor* a, Tensor* b);
 /// A contiguous copy of a, converted to `type`.
@@ -47,8 +51,9 @@ Tensor* concat(Graph& g, Tensor* a, Tensor* b, int dim);
 /// or null. Result F32 [head_dim, n_head, n_tokens], contiguous. A token that sees no
 /// cell gets zeros. max_bias > 0 is ALiBi: head h adds alibi_slope(h, n_head, max_bias) *
 /// mask instead of mask (the mask then holds -|query pos - cell pos| where visible).
+/// softcap > 0 caps each score before the mask: softcap tanh(scale q . k / softcap).
 Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
-                  float max_bias = 0.0f);
+                  float max_bias = 0.0f, float softcap = 0.0f);
 
 // --- The ops of backward graphs (src/train). Results are F32 and contiguous. ---
 
@@ -69,11 +74,11 @@ Tensor* rms_norm_back(Graph& g, Tensor* x, Tensor* dy, float eps);
 Tensor* soft_max_back(Graph& g, Tensor* dy, Tensor* y, float scale);
 /// d x of silu(x) given d y.
 Tensor* silu_back(Graph& g, Tensor* x, Tensor* dy);
-/// d a of rope(a, pos, ...) given d y: the inverse rotation of d y.
+/// d a of rope(a, pos, ...) given d y: the inverse rotation of d y (times the magnitude).
 Tensor* rope_back(Graph& g, Tensor* dy, Tensor* pos, int n_dims, RopeMode mode, float freq_base,
-                  float freq_scale, Tensor* freq_factors = nullptr);
+                  float freq_scale, Tensor* freq_factors = nullptr, const RopeYarn& yarn = {});
 
-/// The gradients of attention(q, k, v, mask, scale, max_bias), packed in one node.
+/// The gradients of attention(q, k, v, mask, scale, max_bias, softcap), packed in one node.
 struct AttentionGrads {
   Tensor* dq = nullptr;  // [head_dim, n_tokens, n_head]: q's logical shape
   Tensor* dk = nullptr;  // [head_dim, n_kv, n_head_kv]
@@ -82,7 +87,7 @@ struct AttentionGrads {
 /// Given d out [head_dim, n_head, n_tokens] (attention's result shape; dense rows), for
 /// F32 q, k, v. dq, dk and dv are contiguous views of one packed result [dq | dk | dv].
 AttentionGrads attention_back(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask,
-                              Tensor* dout, float scale, float max_bias = 0.0f);
+                              Tensor* dout, float scale, float max_bias = 0.0f, float softcap = 0.0f);
 
 /// Cross-entropy of logits (F32 [n_vocab, n]) against targets (I32 [n]): the mean over
 /// the rows n with targets[n] >= 0 of logsumexp(logits[:, n]) - logits[targets[n], n],

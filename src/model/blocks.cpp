@@ -24,6 +24,7 @@ void create_batch_inputs(Graph& g, BatchInputs& in) {
   in.positions = input(DType::I32, {in.n_tokens, 1, 1, 1}, "inp_pos");
   in.kv_slots = input(DType::I32, {in.n_tokens, 1, 1, 1}, "inp_kv_slots");
   in.kq_mask = input(DType::F32, {in.mask_size(), 1, 1, 1}, "inp_kq_mask");
+  in.kq_mask_swa = in.swa_mask ? input(DType::F32, {in.mask_size(), 1, 1, 1}, "inp_kq_mask_swa") : nullptr;
   in.out_ids = input(DType::I32, {in.n_outputs, 1, 1, 1}, "inp_out_ids");
 }
 
@@ -79,7 +80,7 @@ Tensor* token_rows(Graph& g, Tensor* t) {
 
 /// Attention of batch tokens [t0, t0 + gr.n_tokens) over cells [gr.kv_begin, + gr.n_kv),
 /// whose mask starts at element m0 of kq_mask: merged heads [head_dim, n_head, n_tokens].
-Tensor* attend_group(Graph& g, const HParams& h, const BatchInputs& in, Tensor* k_all, Tensor* v_all,
+Tensor* attend_group(Graph& g, const HParams& h, Tensor* kq_mask, Tensor* k_all, Tensor* v_all,
                      Tensor* q, const AttnGroup& gr, int64_t t0, int64_t m0) {
   const int64_t hd = h.head_dim;
   const int64_t nt = gr.n_tokens;
@@ -90,13 +91,13 @@ Tensor* attend_group(Graph& g, const HParams& h, const BatchInputs& in, Tensor* 
   // keys and values: [head_dim, n_kv, n_head_kv]
   Tensor* keys = ops::view(g, k_all, {hd, nk, h.n_head_kv, 1}, {elt, row, hd * elt, row * nk}, first);
   Tensor* values = ops::view(g, v_all, {hd, nk, h.n_head_kv, 1}, {elt, row, hd * elt, row * nk}, first);
-  Tensor* mask = ops::view(g, in.kq_mask, {nk, nt, 1, 1},
+  Tensor* mask = ops::view(g, kq_mask, {nk, nt, 1, 1},
                            {sizeof(float), nk * sizeof(float), nk * nt * sizeof(float), nk * nt * sizeof(float)},
                            size_t(m0) * sizeof(float));
   Tensor* qg = ops::view(g, q, {hd, h.n_head, nt, 1}, q->nb, size_t(t0) * q->nb[2]);
   Tensor* qh = ops::permute(g, qg, 0, 2, 1, 3);  // [head_dim, n_tokens, n_head]
   const float max_bias = h.alibi() ? h.alibi_max_bias : 0.0f;
-  return ops::attention(g, qh, keys, values, mask, 1.0f / std::sqrt(float(hd)), max_bias);  // [head_dim, n_head, n_tokens]
+  return ops::attention(g, qh, keys, values, mask, h.kq_scale(), max_bias, h.attn_softcap);  // [head_dim, n_head, n_tokens]
 }
 
 /// parts joined along `dim`, as a balanced tree (each element is copied log2(n) times).
@@ -153,14 +154,39 @@ QkvProjections qkv_projections(Graph& g, const HParams& h, const BlockVariant& v
           ops::reshape(g, clamped(biased(project(g, l, loaded(l.wv), x), bv)), {hd, h.n_head_kv, n_tokens, 1})};
 }
 
+Tensor* rope_factors(const HParams& h, const ModelWeights& w, int64_t n_ctx_per_seq) {
+  if (w.variant.has(&BlockVariant::rope_freqs)) return loaded(w.rope_freqs);
+  if (w.variant.has(&BlockVariant::long_rope)) {
+    return n_ctx_per_seq > h.n_ctx_orig ? loaded(w.rope_factors_long) : loaded(w.rope_factors_short);
+  }
+  return nullptr;
+}
+
 Tensor* rope_block(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                    Tensor* t) {
-  return ops::rope(g, t, in.positions, int(h.n_rot), h.rope_mode, h.rope_freq_base,
-                   h.rope_freq_scale, if_has(w.variant, &BlockVariant::rope_freqs, w.rope_freqs));
+  return ops::rope(g, t, in.positions, int(h.n_rot), h.rope_mode, h.rope_freq_base, h.rope_freq_scale,
+                   rope_factors(h, w, in.n_ctx_per_seq), h.rope_yarn());
+}
+
+QkvProjections whole_qk_norm(Graph& g, const HParams& h, const BlockVariant& v, const LayerWeights& l,
+                             const QkvProjections& p) {
+  if (!v.qk_norm_whole) return p;
+  auto normed = [&](Tensor* t, Tensor* w, Tensor* b) {  // t [head_dim, heads, n_tokens]
+    Tensor* rows = norm_block(g, h, v, token_rows(g, t), loaded(w), b);  // [head_dim * heads, n_tokens]
+    return ops::reshape(g, rows, {t->ne[0], t->ne[1], t->ne[2], 1});
+  };
+  return {normed(p.q, l.attn_q_norm, l.attn_q_norm_b), normed(p.k, l.attn_k_norm, l.attn_k_norm_b), p.v};
+}
+
+Tensor* layer_mask(const HParams& h, const BatchInputs& in, int64_t il) {
+  if (!h.mixed_swa()) return in.kq_mask;
+  TESSERA_CHECK_MSG(il >= 0, "a model whose layers differ in their window needs the layer of each attention");
+  TESSERA_CHECK_MSG(in.swa_mask, "a model whose layers differ in their window needs both masks");
+  return h.layer_swa(il) ? loaded(in.kq_mask_swa) : in.kq_mask;
 }
 
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
-                        Tensor* q, Tensor* k, Tensor* v) {
+                        Tensor* q, Tensor* k, Tensor* v, int64_t il) {
   const int64_t n_tokens = in.n_tokens;
   TESSERA_CHECK(k->ne[0] * k->ne[1] == h.n_embd_kv() && v->ne[0] * v->ne[1] == h.n_embd_kv());
 
@@ -169,11 +195,12 @@ Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const
   Tensor* k_all = kv.k ? ops::set_rows(g, kv.k, token_rows(g, k), in.kv_slots) : token_rows(g, k);
   Tensor* v_all = kv.v ? ops::set_rows(g, kv.v, token_rows(g, v), in.kv_slots) : token_rows(g, v);
 
+  Tensor* mask = layer_mask(h, in, il);
   std::vector<Tensor*> parts;
   int64_t t0 = 0;
   int64_t m0 = 0;
   for (const AttnGroup& gr : in.groups) {
-    parts.push_back(attend_group(g, h, in, k_all, v_all, q, gr, t0, m0));
+    parts.push_back(attend_group(g, h, mask, k_all, v_all, q, gr, t0, m0));
     t0 += gr.n_tokens;
     m0 += gr.n_tokens * gr.n_kv;
   }
@@ -229,31 +256,45 @@ Tensor* norm_block(Graph& g, const HParams& h, const BlockVariant& v, Tensor* x,
   return v.norm == NormKind::Rms ? rms_norm_block(g, x, w, bias, h.rms_eps) : layer_norm_block(g, x, w, bias, h.norm_eps);
 }
 
+namespace {
+
+/// A block's output on its way into the residual: its post-norm (w, when the variant has
+/// post-norms), times h.residual_scale.
+Tensor* into_residual(Graph& g, const HParams& h, const BlockVariant& v, Tensor* out, Tensor* w) {
+  if (v.post_norms) out = norm_block(g, h, v, out, loaded(w), nullptr);
+  return h.residual_scale != 1.0f ? ops::scale(g, out, h.residual_scale) : out;
+}
+
+}  // namespace
+
 Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                       int64_t il, Tensor* x) {
   const BlockVariant& v = w.variant;
-  TESSERA_CHECK_MSG(v.ffn_norm && !v.qk_norm && v.second_norm == Presence::No,
-                    "decoder_layer builds pre-norm layers with an ffn_norm and no q/k norms");
+  TESSERA_CHECK_MSG((v.ffn_norm || v.parallel() || !v.pre_norm) && !v.qk_norm && v.second_norm == Presence::No,
+                    "decoder_layer builds layers with an ffn_norm (or a parallel FFN reading attn_norm) "
+                    "and no per-head q/k norms");
   const LayerWeights& l = w.layers[size_t(il)];
   const bool rope = v.rope();
-  Tensor* cur = norm_block(g, h, v, x, l.attn_norm, l.attn_norm_b);
-  const QkvProjections p = qkv_projections(g, h, v, l, cur);  // one mul_mat when fused
-  cur = attention_block(g, h, in, in.kv[size_t(il)], rope ? rope_block(g, h, w, in, p.q) : p.q,
-                        rope ? rope_block(g, h, w, in, p.k) : p.k, p.v);
-  Tensor* attn = attn_output(g, v, l, cur);
+  Tensor* cur = v.pre_norm ? norm_block(g, h, v, x, l.attn_norm, l.attn_norm_b) : x;
+  const QkvProjections p = whole_qk_norm(g, h, v, l, qkv_projections(g, h, v, l, cur));  // one mul_mat when fused
+  Tensor* attn = attention_block(g, h, in, in.kv[size_t(il)], rope ? rope_block(g, h, w, in, p.q) : p.q,
+                                 rope ? rope_block(g, h, w, in, p.k) : p.k, p.v, il);
+  attn = into_residual(g, h, v, attn_output(g, v, l, attn), l.post_attn_norm);
   if (v.parallel()) {
-    cur = norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b);
-    return ops::add(g, x, ops::add(g, attn, ffn_block(g, cur, v, l)));
+    if (v.ffn_norm) cur = norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b);
+    return ops::add(g, x, ops::add(g, attn, into_residual(g, h, v, ffn_block(g, cur, v, l), l.post_ffn_norm)));
   }
   x = ops::add(g, x, attn);
-  cur = norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b);
-  return ops::add(g, x, ffn_block(g, cur, v, l));
+  cur = v.pre_norm ? norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b) : x;
+  return ops::add(g, x, into_residual(g, h, v, ffn_block(g, cur, v, l), l.post_ffn_norm));
 }
 
 Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                       Tensor* x) {
   x = ops::get_rows(g, x, in.out_ids);  // only the tokens whose logits are wanted
-  return logits_block(g, w, norm_block(g, h, w.variant, x, w.output_norm, w.output_norm_b));
+  Tensor* logits = logits_block(g, w, norm_block(g, h, w.variant, x, w.output_norm, w.output_norm_b));
+  if (h.logit_scale != 1.0f) logits = ops::scale(g, logits, h.logit_scale);
+  return h.final_softcap > 0 ? ops::softcap(g, logits, h.final_softcap) : logits;
 }
 
 Tensor* decoder_stack(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
@@ -264,6 +305,16 @@ Tensor* decoder_stack(Graph& g, const HParams& h, const ModelWeights& w, const B
 
 Tensor* logits_block(Graph& g, const ModelWeights& w, Tensor* x) {
   return ops::mul_mat(g, w.variant.has(&BlockVariant::output) ? loaded(w.output) : w.token_embd, x);
+}
+
+const Tensor* logits_product(const Tensor* logits) {
+  while (logits->op == Op::Scale || logits->op == Op::Softcap) logits = logits->src[0];
+  return logits;
+}
+
+Tensor* scaled_embeddings(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
+  Tensor* x = input_embeddings(g, w, in);
+  return h.embd_scale != 1.0f ? ops::scale(g, x, h.embd_scale) : x;
 }
 
 }  // namespace tessera

@@ -40,6 +40,13 @@ struct BatchInputs {
   Tensor* kv_slots = nullptr;   // I32 [n_tokens]: the cache cell each token is written to
   Tensor* kq_mask = nullptr;    // F32: per group, [n_kv, n_tokens] (0 where attending is allowed,
                                 // -inf not), the groups one after the other
+  /// Models whose layers differ in their window (HParams::mixed_swa, Gemma 2): kq_mask is
+  /// then the plain causal mask and kq_mask_swa (kq_mask's shape) the sliding window's.
+  bool swa_mask = false;
+  Tensor* kq_mask_swa = nullptr;
+  /// The context's cells per sequence (n_ctx / n_seq_max; training: its window): LongRoPE
+  /// picks its factors by it. 0: unknown, the short factors.
+  int64_t n_ctx_per_seq = 0;
   Tensor* out_ids = nullptr;    // I32 [n_outputs]: batch indices of the wanted tokens
   std::vector<KvLayer> kv;      // one per layer
 
@@ -79,11 +86,25 @@ struct QkvProjections {
 QkvProjections qkv_projections(Graph& g, const HParams& h, const BlockVariant& v, const LayerWeights& l,
                                Tensor* x);
 
+/// The divisors of the RoPE frequencies: w.rope_freqs when the variant has them; LongRoPE's
+/// long factors when n_ctx_per_seq > h.n_ctx_orig, else its short ones (as the reference's
+/// build_rope_factors); else null.
+Tensor* rope_factors(const HParams& h, const ModelWeights& w, int64_t n_ctx_per_seq);
+
 /// RoPE of t [head_dim, n_heads, n_tokens] at the batch's positions, as the model
-/// rotates: h.n_rot dims, h.rope_mode, base and scale, w.rope_freqs when the variant has
-/// them.
+/// rotates: h.n_rot dims, h.rope_mode, base and scale, rope_factors, h.rope_yarn().
 Tensor* rope_block(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                    Tensor* t);
+
+/// The whole-vector q/k norms (v.qk_norm_whole: OLMo2, OLMoE): q and k each normed over
+/// all their heads together (l.attn_q_norm [n_embd_q], l.attn_k_norm [n_embd_kv]), as
+/// heads again; p unchanged when the variant has none.
+QkvProjections whole_qk_norm(Graph& g, const HParams& h, const BlockVariant& v, const LayerWeights& l,
+                             const QkvProjections& p);
+
+/// The mask layer il attends with: in.kq_mask_swa for a windowed layer of a model whose
+/// layers differ (h.mixed_swa()), else in.kq_mask (il < 0: the model must not differ).
+Tensor* layer_mask(const HParams& h, const BatchInputs& in, int64_t il);
 
 /// Self-attention of projected q [head_dim, n_head, n_tokens], k and v
 /// [head_dim, n_head_kv, n_tokens] (k and q already rotated where the model rotates;
@@ -91,9 +112,10 @@ Tensor* rope_block(Graph& g, const HParams& h, const ModelWeights& w, const Batc
 /// writes k and v into the cache layer at the batch's slots, attends each group of
 /// tokens over its window of cells with its mask (scaled by the heads' ALiBi slopes when
 /// h.positions is Alibi), and returns the merged heads [n_embd_q, n_tokens] (before the
-/// output projection).
+/// output projection). Scores are scaled by h.kq_scale() and soft-capped by h.attn_softcap;
+/// the mask is layer_mask(h, in, il).
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
-                        Tensor* q, Tensor* k, Tensor* v);
+                        Tensor* q, Tensor* k, Tensor* v, int64_t il = -1);
 
 /// wo attn (+ bo when v.out_bias says so).
 Tensor* attn_output(Graph& g, const BlockVariant& v, const LayerWeights& l, Tensor* attn);
@@ -108,15 +130,19 @@ Tensor* ffn_block(Graph& g, Tensor* x, const BlockVariant& v, const LayerWeights
 Tensor* norm_block(Graph& g, const HParams& h, const BlockVariant& v, Tensor* x, Tensor* w, Tensor* b);
 
 /// Layer `il` in the shape most architectures share, on the residual stream x: the
-/// attention reads norm(x) (attn_norm), with q and k rotated when the positions are
-/// RoPE; the feed-forward reads norm(.) (ffn_norm). Sequential (x += attn, then x += ffn
-/// of the new x), or with a parallel residual both read the layer's input:
-/// x + attn(norm1 x) + ffn(norm2 x). All as w.variant says.
+/// attention reads norm(x) (attn_norm; x itself without pre-norms), with q and k normed
+/// whole (whole_qk_norm) and rotated when the positions are RoPE; the feed-forward reads
+/// norm(.) (ffn_norm). Sequential (x += attn, then x += ffn of the new x), or with a
+/// parallel residual both read the layer's input: x + attn(norm1 x) + ffn(norm2 x), the FFN
+/// reading norm1 x when the variant has no ffn_norm (Command-R). With post-norms each
+/// output is normed before it joins the residual, and each is scaled by
+/// h.residual_scale. All as w.variant says.
 Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                       int64_t il, Tensor* x);
 
 /// The end of a build: the rows of the output tokens, the output norm (output_norm,
-/// output_norm_b), and their logits (logits_block).
+/// output_norm_b), and their logits (logits_block), scaled by h.logit_scale and
+/// soft-capped by h.final_softcap.
 Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                       Tensor* x);
 
@@ -129,5 +155,12 @@ Tensor* decoder_stack(Graph& g, const HParams& h, const ModelWeights& w, const B
 /// output x, or token_embd x when the variant ties the output. (The runtime reads the
 /// hidden states as this mul_mat's second source.)
 Tensor* logits_block(Graph& g, const ModelWeights& w, Tensor* x);
+
+/// The output projection under a build's logits: logits itself, or the mul_mat beneath
+/// the scales and soft caps applied to it (the runtime reads its hidden states).
+const Tensor* logits_product(const Tensor* logits);
+
+/// The token embeddings of a build, times h.embd_scale (Granite) when it is not 1.
+Tensor* scaled_embeddings(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in);
 
 }  // namespace tessera

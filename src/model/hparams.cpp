@@ -52,6 +52,55 @@ Status read_optional_float(const gguf::File& f, const std::string& key, float* o
   return Status::ok();
 }
 
+/// <arch>.rope.scaling.*: the type, factor, original context and the attention factor and
+/// YaRN's log multiplier (reference: llama_model::load_hparams, llama_init_from_model).
+Status read_rope_scaling(const gguf::File& f, const std::string& p, HParams& h) {
+  using enum FloatRange;
+  if (f.find(p + "rope.scaling.type") != nullptr) {
+    Result<std::string> type = f.get_string(p + "rope.scaling.type");
+    if (!type) return type.status();
+    if (*type == "none") {
+      h.rope_scaling = RopeScaling::None;
+    } else if (*type == "linear") {
+      h.rope_scaling = RopeScaling::Linear;
+    } else if (*type == "yarn") {
+      h.rope_scaling = RopeScaling::Yarn;
+    } else if (*type == "longrope") {
+      h.rope_scaling = RopeScaling::LongRope;
+    } else {
+      return Status::error("model: key '" + p + "rope.scaling.type' = '" + *type +
+                           "' is not a RoPE scaling tessera knows (none, linear, yarn, longrope)");
+    }
+  }
+  float scaling_factor = 0.0f;  // 0: none
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.scaling.factor", &scaling_factor, NonNegative));
+  if (scaling_factor > 0.0f && h.rope_scaling != RopeScaling::None) h.rope_freq_scale = 1.0f / scaling_factor;
+  if (!std::isfinite(h.rope_freq_scale)) {
+    return Status::error("model: key '" + p + "rope.scaling.factor' is too small: its inverse is not a finite float");
+  }
+  h.n_ctx_orig = h.n_ctx_train;
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "rope.scaling.original_context_length", &h.n_ctx_orig));
+  if (h.n_ctx_orig > std::numeric_limits<int32_t>::max()) {
+    return Status::error("model: key '" + p + "rope.scaling.original_context_length' = " +
+                         std::to_string(h.n_ctx_orig) + " is out of range (at most 2^31 - 1)");
+  }
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.scaling.attn_factor", &h.rope_attn_factor, Positive));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.scaling.yarn_log_multiplier", &h.rope_yarn_log_mul, NonNegative));
+  return Status::ok();
+}
+
+/// The scales and caps of Gemma 2, Granite and Command-R (0 or absent: none).
+Status read_scales(const gguf::File& f, const std::string& p, HParams& h) {
+  using enum FloatRange;
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attn_logit_softcapping", &h.attn_softcap, NonNegative));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "final_logit_softcapping", &h.final_softcap, NonNegative));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "embedding_scale", &h.embd_scale, Positive));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "residual_scale", &h.residual_scale, Positive));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.scale", &h.attn_scale, Positive));
+  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "logit_scale", &h.logit_scale, Positive));
+  return Status::ok();
+}
+
 Status check_shape(const HParams& h) {
   if (h.n_head_kv > h.n_head || h.n_head % h.n_head_kv != 0) {
     return Status::error("model: head_count " + std::to_string(h.n_head) +
@@ -113,12 +162,8 @@ Result<HParams> read_hparams(const gguf::File& f) {
   TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.layer_norm_rms_epsilon", &h.rms_eps, NonNegative));
   TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.layer_norm_epsilon", &h.norm_eps, NonNegative));
   TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.freq_base", &h.rope_freq_base, Positive));
-  float scaling_factor = 0.0f;  // 0: none
-  TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.scaling.factor", &scaling_factor, NonNegative));
-  if (scaling_factor > 0.0f) h.rope_freq_scale = 1.0f / scaling_factor;
-  if (!std::isfinite(h.rope_freq_scale)) {
-    return Status::error("model: key '" + p + "rope.scaling.factor' is too small: its inverse is not a finite float");
-  }
+  TESSERA_RETURN_IF_ERROR(read_rope_scaling(f, p, h));
+  TESSERA_RETURN_IF_ERROR(read_scales(f, p, h));
   TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.max_alibi_bias", &h.alibi_max_bias, NonNegative));
   TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "attention.clamp_kqv", &h.clamp_kqv, NonNegative));
   TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "attention.sliding_window", &h.n_swa));

@@ -1,6 +1,7 @@
 // Hyper-parameters of a model, read from the `<arch>.*` keys of a GGUF file.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -18,6 +19,14 @@ enum class PositionKind : uint8_t {
             // position at or past n_ctx_train
 };
 
+/// RoPE scaling, <arch>.rope.scaling.type (absent: linear, as the reference reads it).
+enum class RopeScaling : uint8_t {
+  None,      // no frequency scaling, whatever rope.scaling.factor says
+  Linear,    // frequencies times 1 / rope.scaling.factor
+  Yarn,      // YaRN: the linear frequencies ramped into the unscaled ones (RopeYarn)
+  LongRope,  // as linear; the LongRoPE factor tensors do the rest (Phi-3)
+};
+
 struct HParams {
   std::string arch;        // general.architecture
   int64_t n_vocab = 0;     // tokenizer.ggml.tokens length (or <arch>.vocab_size)
@@ -32,18 +41,45 @@ struct HParams {
   float rms_eps = 1e-5f;   // <arch>.attention.layer_norm_rms_epsilon
   float norm_eps = 1e-5f;  // <arch>.attention.layer_norm_epsilon
   float rope_freq_base = 10000.0f;  // <arch>.rope.freq_base
-  float rope_freq_scale = 1.0f;     // 1 / <arch>.rope.scaling.factor for linear scaling
+  float rope_freq_scale = 1.0f;     // 1 / <arch>.rope.scaling.factor (1 when the type is none)
+  RopeScaling rope_scaling = RopeScaling::Linear;  // <arch>.rope.scaling.type
+  int64_t n_ctx_orig = 0;           // <arch>.rope.scaling.original_context_length (default
+                                    // n_ctx_train): YaRN's ramp; LongRoPE's long/short choice
+  float rope_attn_factor = 1.0f;    // <arch>.rope.scaling.attn_factor: multiplies cos and sin
+  float rope_yarn_log_mul = 0.0f;   // <arch>.rope.scaling.yarn_log_multiplier (DeepSeek's mscale)
   float alibi_max_bias = 0.0f;      // <arch>.attention.max_alibi_bias
   float clamp_kqv = 0.0f;           // <arch>.attention.clamp_kqv (0: none)
   int64_t n_swa = 0;                // <arch>.attention.sliding_window (0: none)
+  float attn_softcap = 0.0f;        // <arch>.attn_logit_softcapping (0: none): cap tanh(s / cap)
+  float final_softcap = 0.0f;       // <arch>.final_logit_softcapping (0: none), on the logits
+  float embd_scale = 1.0f;          // <arch>.embedding_scale: multiplies the token embeddings
+  float residual_scale = 1.0f;      // <arch>.residual_scale: multiplies attn and ffn outputs
+  float attn_scale = 0.0f;          // <arch>.attention.scale: the q.k scale (0: 1/sqrt(head_dim))
+  float logit_scale = 1.0f;         // <arch>.logit_scale: multiplies the logits (configure may
+                                    // invert it: granite divides by the key's value)
   bool parallel_residual = false;   // <arch>.use_parallel_residual
   // Set by the architecture (Arch::configure), not read from keys of their own:
   PositionKind positions = PositionKind::Rope;
   RopeMode rope_mode = RopeMode::Normal;
+  /// Layer il attends within the sliding window (n_swa) when il % swa_period == 0; the
+  /// others see every earlier position (Gemma 2: 2). 1: every layer.
+  int64_t swa_period = 1;
 
   /// Whether attention adds ALiBi's per-head distance bias.
   bool alibi() const { return positions == PositionKind::Alibi && alibi_max_bias > 0; }
   int64_t n_embd_q() const { return head_dim * n_head; }
+  /// Whether some layers use the window and others not: the runtime then builds both masks.
+  bool mixed_swa() const { return n_swa > 0 && swa_period > 1 && n_layer > 1; }
+  /// Whether layer il attends within the window.
+  bool layer_swa(int64_t il) const { return n_swa > 0 && il % swa_period == 0; }
+  /// The q.k scale of attention.
+  float kq_scale() const { return attn_scale > 0 ? attn_scale : 1.0f / std::sqrt(float(head_dim)); }
+  /// The rope's YaRN parameters, as the reference's context sets them: the ramp
+  /// (ext_factor 1) only for YaRN, beta_fast 32 and beta_slow 1 (its defaults), and
+  /// rope.scaling.attn_factor on the magnitude.
+  RopeYarn rope_yarn() const {
+    return {rope_scaling == RopeScaling::Yarn ? 1.0f : 0.0f, rope_attn_factor, 32.0f, 1.0f, int32_t(n_ctx_orig)};
+  }
   int64_t n_embd_kv() const { return head_dim * n_head_kv; }
 };
 

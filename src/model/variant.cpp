@@ -21,7 +21,7 @@ const char* position_name(PositionKind k) {
 constexpr Presence BlockVariant::*kChoices[] = {
     &BlockVariant::norm_bias, &BlockVariant::second_norm, &BlockVariant::qkv_bias,
     &BlockVariant::out_bias,  &BlockVariant::up_bias,     &BlockVariant::down_bias,
-    &BlockVariant::rope_freqs, &BlockVariant::output,
+    &BlockVariant::rope_freqs, &BlockVariant::long_rope, &BlockVariant::output,
 };
 
 }  // namespace

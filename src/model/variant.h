@@ -65,6 +65,12 @@ struct BlockVariant {
   Presence second_norm = Presence::No;
   /// ffn_norm; false: the FFN reads the attention's normed input (Falcon).
   bool ffn_norm = true;
+  /// attn_norm (and ffn_norm) before the attention (and the FFN); false: no pre-norms,
+  /// both read the residual stream itself (OLMo2).
+  bool pre_norm = true;
+  /// post_attention_norm, post_ffw_norm: norms of the attention's and the FFN's outputs
+  /// before each joins the residual (Gemma 2, OLMo2).
+  bool post_norms = false;
   /// token_embd_norm: a norm of the token embeddings (BLOOM).
   bool embd_norm = false;
   QkvLayout qkv = QkvLayout::Separate;
@@ -72,6 +78,9 @@ struct BlockVariant {
   Presence qkv_bias = Presence::No;
   /// attn_q_norm, attn_k_norm: a norm of every head's q and k (Persimmon).
   bool qk_norm = false;
+  /// attn_q_norm [n_embd_q], attn_k_norm [n_embd_kv]: a norm of the whole projected q (k),
+  /// all heads together, before the split into heads and RoPE (OLMo2, OLMoE).
+  bool qk_norm_whole = false;
   /// attn_output.bias.
   Presence out_bias = Presence::No;
   FfnKind ffn = FfnKind::Gated;
@@ -88,6 +97,10 @@ struct BlockVariant {
   RopeMode rope_mode = RopeMode::Normal;
   /// rope_freqs.weight: divisors of the RoPE frequencies (Llama 3.1+).
   Presence rope_freqs = Presence::No;
+  /// rope_factors_long.weight, rope_factors_short.weight: LongRoPE's divisors, the long
+  /// ones when the context's cells per sequence exceed rope.scaling.original_context_length
+  /// (Phi-3 128k).
+  Presence long_rope = Presence::No;
   /// output.weight; No: the output is tied to token_embd.
   Presence output = Presence::Yes;
 

@@ -36,19 +36,21 @@ using MW = ModelWeights;
 constexpr Presence layer_presence(const BlockVariant& v, Tensor* LW::*f) {
   const bool separate = v.qkv == QkvLayout::Separate;
   const bool gated = v.ffn != FfnKind::Plain;
-  if (f == &LW::attn_norm || f == &LW::wo || f == &LW::ffn_down) return Presence::Yes;
-  if (f == &LW::attn_norm_b) return v.norm_bias;
+  if (f == &LW::wo || f == &LW::ffn_down) return Presence::Yes;
+  if (f == &LW::attn_norm) return when(v.pre_norm);
+  if (f == &LW::attn_norm_b) return both(when(v.pre_norm), v.norm_bias);
+  if (f == &LW::post_attn_norm || f == &LW::post_ffn_norm) return when(v.post_norms);
   if (f == &LW::attn_norm_2) return v.second_norm;
   if (f == &LW::attn_norm_2_b) return both(v.second_norm, v.norm_bias);
   if (f == &LW::wq || f == &LW::wk || f == &LW::wv) return when(separate);
   if (f == &LW::bq || f == &LW::bk || f == &LW::bv) return both(when(separate), v.qkv_bias);
   if (f == &LW::wqkv) return when(!separate);
   if (f == &LW::bqkv) return both(when(!separate), v.qkv_bias);
-  if (f == &LW::attn_q_norm || f == &LW::attn_k_norm) return when(v.qk_norm);
-  if (f == &LW::attn_q_norm_b || f == &LW::attn_k_norm_b) return both(when(v.qk_norm), v.norm_bias);
+  if (f == &LW::attn_q_norm || f == &LW::attn_k_norm) return when(v.qk_norm || v.qk_norm_whole);
+  if (f == &LW::attn_q_norm_b || f == &LW::attn_k_norm_b) return both(when(v.qk_norm || v.qk_norm_whole), v.norm_bias);
   if (f == &LW::bo) return v.out_bias;
-  if (f == &LW::ffn_norm) return when(v.ffn_norm);
-  if (f == &LW::ffn_norm_b) return both(when(v.ffn_norm), v.norm_bias);
+  if (f == &LW::ffn_norm) return when(v.ffn_norm && v.pre_norm);
+  if (f == &LW::ffn_norm_b) return both(when(v.ffn_norm && v.pre_norm), v.norm_bias);
   if (f == &LW::ffn_gate) return when(v.ffn == FfnKind::Gated);
   if (f == &LW::ffn_up) return when(v.ffn != FfnKind::GatedFused);
   if (f == &LW::ffn_gate_up) return when(v.ffn == FfnKind::GatedFused);
@@ -64,6 +66,7 @@ constexpr Presence model_presence(const BlockVariant& v, Tensor* MW::*f) {
   if (f == &MW::token_embd_norm_b) return both(when(v.embd_norm), v.norm_bias);
   if (f == &MW::position_embd) return when(v.positions == kLearnedPositions);
   if (f == &MW::rope_freqs) return v.rope_freqs;
+  if (f == &MW::rope_factors_long || f == &MW::rope_factors_short) return v.long_rope;
   if (f == &MW::output_norm_b) return v.norm_bias;
   if (f == &MW::output) return v.output;
   return Presence::No;
@@ -88,6 +91,7 @@ inline constexpr NamedLayerField kLayerFields[] = {
     {&LW::attn_q_norm, "attn_q_norm.weight"}, {&LW::attn_q_norm_b, "attn_q_norm.bias"},
     {&LW::attn_k_norm, "attn_k_norm.weight"}, {&LW::attn_k_norm_b, "attn_k_norm.bias"},
     {&LW::wo, "attn_output.weight"},          {&LW::bo, "attn_output.bias"},
+    {&LW::post_attn_norm, "post_attention_norm.weight"}, {&LW::post_ffn_norm, "post_ffw_norm.weight"},
     {&LW::ffn_norm, "ffn_norm.weight"},       {&LW::ffn_norm_b, "ffn_norm.bias"},
     {&LW::ffn_gate, "ffn_gate.weight"},       {&LW::ffn_up, "ffn_up.weight"},
     {&LW::ffn_gate_up, "ffn_up.weight (gate and up)"},
@@ -97,7 +101,8 @@ inline constexpr NamedLayerField kLayerFields[] = {
 inline constexpr NamedModelField kModelFields[] = {
     {&MW::token_embd, "token_embd.weight"},        {&MW::token_embd_norm, "token_embd_norm.weight"},
     {&MW::token_embd_norm_b, "token_embd_norm.bias"}, {&MW::position_embd, "position_embd.weight"},
-    {&MW::rope_freqs, "rope_freqs.weight"},        {&MW::output_norm, "output_norm.weight"},
+    {&MW::rope_freqs, "rope_freqs.weight"},        {&MW::rope_factors_long, "rope_factors_long.weight"},
+    {&MW::rope_factors_short, "rope_factors_short.weight"}, {&MW::output_norm, "output_norm.weight"},
     {&MW::output_norm_b, "output_norm.bias"},      {&MW::output, "output.weight"},
 };
 
@@ -117,11 +122,20 @@ constexpr const char* variant_error(const BlockVariant& v) {
   if (v.second_norm != Presence::No && (v.ffn_norm || v.residual != Residual::Parallel)) {
     return "a second attention norm belongs to a parallel block without ffn_norm";
   }
-  if (!v.ffn_norm && v.residual != Residual::Parallel) {
+  if (!v.ffn_norm && v.pre_norm && v.residual != Residual::Parallel) {
     return "a feed-forward without its own norm must run in parallel with the attention";
+  }
+  if (!v.pre_norm && v.second_norm != Presence::No) {
+    return "a block without pre-norms has no second attention norm";
   }
   if (v.qk_norm != (v.qkv == QkvLayout::FusedPerHead)) {
     return "q/k norms go with the per-head fused qkv layout (an architecture's own build)";
+  }
+  if (v.qk_norm_whole && v.qkv == QkvLayout::FusedPerHead) {
+    return "whole-vector q/k norms and per-head ones exclude each other";
+  }
+  if (v.long_rope != Presence::No && !(v.positions & kRopePositions)) {
+    return "LongRoPE factors need RoPE positions";
   }
   if (v.positions == 0 || (v.positions & ~(kRopePositions | kAlibiPositions | kLearnedPositions)) != 0) {
     return "the positions must be a non-empty set of Rope, Alibi and Learned";

@@ -52,7 +52,8 @@ void for_each_tensor(const LayerWeights& l, const std::function<void(Tensor*)>& 
       &LayerWeights::wo,          &LayerWeights::bo,            &LayerWeights::ffn_norm,
       &LayerWeights::ffn_norm_b,  &LayerWeights::ffn_gate,      &LayerWeights::ffn_up,
       &LayerWeights::ffn_up_b,    &LayerWeights::ffn_down,      &LayerWeights::ffn_down_b,
-      &LayerWeights::wqkv,        &LayerWeights::ffn_gate_up,
+      &LayerWeights::wqkv,        &LayerWeights::ffn_gate_up,   &LayerWeights::post_attn_norm,
+      &LayerWeights::post_ffn_norm,
   };
   for (Tensor* LayerWeights::*f : kFields) {
     if (l.*f) fn(l.*f);

@@ -49,12 +49,15 @@ struct LayerWeights {
   Tensor* bk = nullptr;             // [n_embd_kv]
   Tensor* bv = nullptr;             // [n_embd_kv]
   Tensor* bqkv = nullptr;           // [n_embd_q + 2 n_embd_kv] (files with a fused attn_qkv)
-  Tensor* attn_q_norm = nullptr;    // [head_dim]: per-head norm of q (Persimmon)
+  Tensor* attn_q_norm = nullptr;    // [head_dim]: per-head norm of q (Persimmon); [n_embd_q]
+                                    // when the variant's is whole (qk_norm_whole); k's alike
   Tensor* attn_q_norm_b = nullptr;  // [head_dim]
   Tensor* attn_k_norm = nullptr;    // [head_dim]
   Tensor* attn_k_norm_b = nullptr;  // [head_dim]
   Tensor* wo = nullptr;             // [n_embd_q, n_embd]
   Tensor* bo = nullptr;             // [n_embd]
+  Tensor* post_attn_norm = nullptr; // [n_embd]: norm of the attention's output (Gemma 2)
+  Tensor* post_ffn_norm = nullptr;  // [n_embd]: norm of the FFN's output
   Tensor* ffn_norm = nullptr;       // [n_embd]
   Tensor* ffn_norm_b = nullptr;     // [n_embd]
   Tensor* ffn_gate = nullptr;       // [n_embd, n_ff]
@@ -78,6 +81,8 @@ struct ModelWeights {
   Tensor* token_embd_norm_b = nullptr; // [n_embd]
   Tensor* position_embd = nullptr;     // [n_embd, n_ctx_train]: learned absolute positions
   Tensor* rope_freqs = nullptr;        // [n_rot / 2]: divisors of the RoPE frequencies
+  Tensor* rope_factors_long = nullptr;  // [n_rot / 2]: LongRoPE's divisors past n_ctx_orig
+  Tensor* rope_factors_short = nullptr; // [n_rot / 2]: up to it
   Tensor* output_norm = nullptr;       // [n_embd]
   Tensor* output_norm_b = nullptr;     // [n_embd]
   Tensor* output = nullptr;            // [n_embd, n_vocab]; null when tied to token_embd

@@ -68,8 +68,8 @@ ContextImpl::ContextImpl(const Model& model, const ContextParams& params,
                auto c = cache_backend_.find(t);
                return c != cache_backend_.end() ? c->second : kAnyBackend;
              }),
-      shift_(m_.hparams, m_.weights.rope_freqs, sched_),
-      graphs_(m_, sched_, params.embeddings),
+      shift_(m_.hparams, rope_factors(m_.hparams, m_.weights, params.n_ctx / params.n_seq_max), sched_),
+      graphs_(m_, sched_, params.embeddings, params.n_ctx / params.n_seq_max),
       adapter_scales_(m_.info.adapter_scales) {}
 
 Status ContextImpl::init() {

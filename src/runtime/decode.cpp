@@ -137,6 +137,8 @@ Status ContextImpl::decode_ubatch(const Batch& batch, int64_t begin, int64_t end
   ForwardShape shape;
   shape.n_tokens = n;
   std::vector<float> mask;
+  std::vector<float> mask_swa;  // models whose layers differ in their window: the window's
+  const bool mixed = m_.hparams.mixed_swa();
   int64_t t0 = 0;
   for (const auto& [m, count] : u.groups) {
     const Pos max_pos = *std::max_element(u.pos.begin() + t0, u.pos.begin() + t0 + count);
@@ -144,9 +146,13 @@ Status ContextImpl::decode_ubatch(const Batch& batch, int64_t begin, int64_t end
     shape.groups.push_back({count, kv_begin, kv_end - kv_begin});
     const size_t at = mask.size();
     mask.resize(at + size_t(count * (kv_end - kv_begin)));
-    kv_->fill_mask(std::span<const Pos>(u.pos).subspan(size_t(t0), size_t(count)),
-                   std::span<const SeqMask>(u.seqs).subspan(size_t(t0), size_t(count)), kv_begin,
-                   kv_end - kv_begin, mask.data() + at);
+    const std::span<const Pos> pos = std::span<const Pos>(u.pos).subspan(size_t(t0), size_t(count));
+    const std::span<const SeqMask> seqs = std::span<const SeqMask>(u.seqs).subspan(size_t(t0), size_t(count));
+    kv_->fill_mask(pos, seqs, kv_begin, kv_end - kv_begin, mask.data() + at, !mixed);
+    if (mixed) {
+      mask_swa.resize(mask.size());
+      kv_->fill_mask(pos, seqs, kv_begin, kv_end - kv_begin, mask_swa.data() + at, true);
+    }
     t0 += count;
   }
   // Outputs in batch order: the graph row of each output token.
@@ -166,6 +172,7 @@ Status ContextImpl::decode_ubatch(const Batch& batch, int64_t begin, int64_t end
   set_input(fg.in.positions, u.pos.data(), u.pos.size() * sizeof(Pos));
   set_input(fg.in.kv_slots, slots->data(), slots->size() * sizeof(int32_t));
   set_input(fg.in.kq_mask, mask.data(), mask.size() * sizeof(float));
+  if (fg.in.kq_mask_swa) set_input(fg.in.kq_mask_swa, mask_swa.data(), mask_swa.size() * sizeof(float));
   set_input(fg.in.out_ids, out_ids.data(), out_ids.size() * sizeof(int32_t));
   TESSERA_RETURN_IF_ERROR(sched_.compute(*fg.plan));
   if (!keep_outputs) return Status::ok();

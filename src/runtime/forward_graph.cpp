@@ -15,6 +15,8 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
   fg->in.n_outputs = shape.n_outputs;
   fg->in.groups = shape.groups;
   fg->in.kv = kv;
+  fg->in.swa_mask = m_.hparams.mixed_swa();
+  fg->in.n_ctx_per_seq = n_ctx_per_seq_;
   create_batch_inputs(fg->graph, fg->in);
   if (shape.adapter_scales.empty()) {
     fg->logits = m_.arch->build(fg->graph, m_.hparams, m_.weights, fg->in);
@@ -25,9 +27,11 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
   fg->logits->flags |= kFlagOutput;
   if (embeddings_) {
     // Every architecture ends with logits = mul_mat(output projection, normed hidden
-    // state): that second operand is the embedding of the output tokens.
-    Tensor* hidden = fg->logits->src[1];
-    TESSERA_CHECK_MSG(fg->logits->op == Op::MulMat && hidden != nullptr &&
+    // state), perhaps scaled and capped: that second operand is the embedding of the
+    // output tokens.
+    const Tensor* product = logits_product(fg->logits);
+    Tensor* hidden = product->src[1];
+    TESSERA_CHECK_MSG(product->op == Op::MulMat && hidden != nullptr &&
                           hidden->ne[0] == m_.hparams.n_embd && hidden->ne[1] == shape.n_outputs,
                       "the architecture's logits are not a projection of the final hidden state");
     hidden->flags |= kFlagOutput;
@@ -39,6 +43,7 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
   for (Tensor* t : {fg->in.tokens, fg->in.positions, fg->in.kv_slots, fg->in.kq_mask, fg->in.out_ids}) {
     fg->graph.expand(t);
   }
+  if (fg->in.kq_mask_swa) fg->graph.expand(fg->in.kq_mask_swa);
   fg->plan = sched_.plan(fg->graph);
   ++n_built_;
   return fg;

@@ -40,10 +40,12 @@ struct ForwardGraph {
 class ForwardGraphCache {
  public:
   /// `embeddings`: keep the final hidden state of the output tokens as a graph output.
-  ForwardGraphCache(const detail::ModelImpl& m, Scheduler& sched, bool embeddings)
+  /// `n_ctx_per_seq`: the context's cells per sequence (BatchInputs::n_ctx_per_seq).
+  ForwardGraphCache(const detail::ModelImpl& m, Scheduler& sched, bool embeddings, int64_t n_ctx_per_seq)
       : m_(m),
         sched_(sched),
         embeddings_(embeddings),
+        n_ctx_per_seq_(n_ctx_per_seq),
         capacity_(m.info.adapters.empty() ? kCapacity : 2 * kCapacity) {}
 
   /// The graph for `shape` over the cache layers `kv`, placed in the compute buffers.
@@ -60,6 +62,7 @@ class ForwardGraphCache {
   const detail::ModelImpl& m_;
   Scheduler& sched_;
   bool embeddings_;
+  int64_t n_ctx_per_seq_;
   size_t capacity_;
   std::vector<std::unique_ptr<ForwardGraph>> graphs_;  // most recently used first
   int64_t n_built_ = 0;

@@ -137,7 +137,7 @@ std::pair<int64_t, int64_t> KvCache::window(SeqMask seqs, Pos max_pos) const {
 }
 
 void KvCache::fill_mask(std::span<const Pos> positions, std::span<const SeqMask> seqs, int64_t kv_begin,
-                        int64_t n_kv, float* mask) const {
+                        int64_t n_kv, float* mask, bool window) const {
   TESSERA_CHECK(positions.size() == seqs.size() && kv_begin >= 0 && kv_begin + n_kv <= n_ctx());
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (size_t i = 0; i < positions.size(); ++i) {
@@ -145,7 +145,7 @@ void KvCache::fill_mask(std::span<const Pos> positions, std::span<const SeqMask>
     for (int64_t j = 0; j < n_kv; ++j) {
       const KvCell& c = cells_[size_t(kv_begin + j)];
       const bool visible = (c.seqs & seqs[i]) != 0 && c.pos <= positions[i] &&
-                           (n_swa_ == 0 || positions[i] - c.pos < n_swa_);
+                           (!window || n_swa_ == 0 || positions[i] - c.pos < n_swa_);
       row[j] = !visible ? neg_inf : alibi_ ? -float(positions[i] - c.pos) : 0.0f;
     }
   }

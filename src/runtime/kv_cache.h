@@ -71,9 +71,10 @@ class KvCache {
   /// i): where the cell is used by one of the token's sequences, holds a position <= the
   /// token's and (sliding window) fewer than n_swa positions back, 0 (ALiBi: minus the
   /// distance in positions, which the attention op scales by each head's slope); -inf
-  /// otherwise.
+  /// otherwise. `window` false: without the sliding window (the plain layers of a model
+  /// whose layers differ, HParams::mixed_swa).
   void fill_mask(std::span<const Pos> positions, std::span<const SeqMask> seqs, int64_t kv_begin,
-                 int64_t n_kv, float* mask) const;
+                 int64_t n_kv, float* mask, bool window = true) const;
 
   // Sequence operations. `seq` < 0 means every sequence; a position range [p0, p1)
   // with p0 < 0 meaning 0 and p1 < 0 meaning "to the end".

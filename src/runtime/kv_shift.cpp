@@ -16,6 +16,15 @@ KvShift::KvShift(const HParams& h, Tensor* freq_factors, Scheduler& sched)
     : h_(h), freq_factors_(freq_factors), sched_(sched) {}
 KvShift::~KvShift() = default;
 
+// The model's YaRN frequencies with magnitude 1: a shift rotates the stored keys, which
+// already carry the attention factor once.
+RopeYarn KvShift::rotation_only() const {
+  RopeYarn y = h_.rope_yarn();
+  y.attn_factor = 1.0f;
+  y.attn_factor = 1.0f / y.magnitude(h_.rope_freq_scale);  // cancels YaRN's own magnitude
+  return y;
+}
+
 // Per layer: the key rows of cells [0, n_kv) seen as [head_dim, n_head_kv, n_kv],
 // converted to F32, rotated by the cell's delta (the model's rope mode, dims and
 // frequency divisors), converted back into the same rows.
@@ -31,8 +40,8 @@ void KvShift::build(const KvCache& kv, int64_t n_kv) {
     const size_t elt = dtype_traits(k->type).type_size;
     Tensor* rows = ops::view(g, k, {h_.head_dim, h_.n_head_kv, n_kv, 1},
                              {elt, size_t(h_.head_dim) * elt, k->nb[1], k->nb[1] * size_t(n_kv)}, 0);
-    Tensor* rotated = ops::rope(g, ops::cont(g, rows, DType::F32), sg->deltas, int(h_.n_rot),
-                                h_.rope_mode, h_.rope_freq_base, h_.rope_freq_scale, freq_factors_);
+    Tensor* rotated = ops::rope(g, ops::cont(g, rows, DType::F32), sg->deltas, int(h_.n_rot), h_.rope_mode,
+                                h_.rope_freq_base, h_.rope_freq_scale, freq_factors_, rotation_only());
     g.expand(ops::cpy(g, rotated, rows));
   }
   g.expand(sg->deltas);

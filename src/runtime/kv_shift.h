@@ -15,7 +15,7 @@ namespace tessera {
 
 class KvShift {
  public:
-  /// `freq_factors`: the model's RoPE frequency divisors (rope_freqs.weight), or null.
+  /// `freq_factors`: the model's RoPE frequency divisors (rope_factors in blocks.h), or null.
   KvShift(const HParams& h, Tensor* freq_factors, Scheduler& sched);
   ~KvShift();
 
@@ -25,6 +25,7 @@ class KvShift {
  private:
   struct ShiftGraph;
   void build(const KvCache& kv, int64_t n_kv);
+  RopeYarn rotation_only() const;
 
   const HParams& h_;
   Tensor* freq_factors_;

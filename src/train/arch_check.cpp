@@ -13,6 +13,7 @@ Status check_differentiable(const TrainModel& m, const std::string& command) {
   in.n_outputs = kTokens;
   in.groups.push_back({kTokens, 0, kTokens});
   in.kv.assign(size_t(m.h.n_layer), KvLayer{});  // attending over the batch, as training does
+  in.swa_mask = m.h.mixed_swa();
   create_batch_inputs(g, in);
   Tensor* targets = g.arena().new_tensor(DType::I32, {kTokens, 1, 1, 1}, "train_targets");
   targets->flags |= kFlagInput;

@@ -46,6 +46,7 @@ bool grad_flows_to(const Tensor* node, int src) {
     case Op::Silu:
     case Op::Gelu:
     case Op::ReluSqr:
+    case Op::Softcap:
     case Op::Cont:
     case Op::CrossEntropy:
     case Op::View:

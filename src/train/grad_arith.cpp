@@ -67,7 +67,7 @@ Status rope_grad(GradContext& c, Tensor* node, Tensor* d) {
   const RopeParams rp = std::get<RopeParams>(node->params);
   if (rp.inverse) return Status::error("backward: no gradient of an inverse rope");
   c.accumulate(node->src[0], ops::rope_back(c.graph(), d, node->src[1], rp.n_dims, rp.mode,
-                                            rp.freq_base, rp.freq_scale, node->src[2]));
+                                            rp.freq_base, rp.freq_scale, node->src[2], rp.yarn));
   return Status::ok();
 }
 

@@ -16,7 +16,7 @@ Status attention_grad(GradContext& c, Tensor* node, Tensor* d) {
     return Status::error("backward: attention over an F16 cache has no gradient (train without a KV cache)");
   }
   const AttentionParams ap = std::get<AttentionParams>(node->params);
-  const ops::AttentionGrads gr = ops::attention_back(c.graph(), q, k, v, node->src[3], d, ap.scale, ap.max_bias);
+  const ops::AttentionGrads gr = ops::attention_back(c.graph(), q, k, v, node->src[3], d, ap.scale, ap.max_bias, ap.softcap);
   c.accumulate(q, gr.dq);
   c.accumulate(k, gr.dk);
   c.accumulate(v, gr.dv);

@@ -1,5 +1,5 @@
 // Gradient rules composed of forward ops, for ops without a backward kernel of their own:
-// norm (LayerNorm without its weight), gelu (the tanh approximation) and relu_sqr.
+// norm (LayerNorm without its weight), gelu (the tanh approximation), relu_sqr and softcap.
 #include <cmath>
 #include <limits>
 #include <variant>
@@ -67,6 +67,16 @@ Status relu_sqr_grad(GradContext& c, Tensor* node, Tensor* d) {
   return Status::ok();
 }
 
+// y = cap tanh(x / cap): d x = d y (1 - tanh^2) = d y - d y y y / cap^2.
+Status softcap_grad(GradContext& c, Tensor* node, Tensor* d) {
+  Graph& g = c.graph();
+  const float cap = std::get<ScaleParams>(node->params).scale;
+  Tensor* dy = dense(g, d);
+  Tensor* y = dense(g, node);
+  c.accumulate(node->src[0], ops::add(g, dy, ops::scale(g, ops::mul(g, ops::mul(g, dy, y), y), -1.0f / (cap * cap))));
+  return Status::ok();
+}
+
 }  // namespace
 
 GradRule composed_rule(Op op) {
@@ -74,6 +84,7 @@ GradRule composed_rule(Op op) {
     case Op::Norm: return norm_grad;
     case Op::Gelu: return gelu_grad;
     case Op::ReluSqr: return relu_sqr_grad;
+    case Op::Softcap: return softcap_grad;
     default: return nullptr;
   }
 }

@@ -43,7 +43,7 @@ bool grad_flows_to(const Tensor* node, int src);
 GradRule arith_rule(Op op);      // add, mul, scale, mul_mat, rms_norm, rope, soft_max, silu
 GradRule view_rule(Op op);       // view, reshape, permute, transpose, cont, concat, get_rows
 GradRule attention_rule(Op op);  // attention, cross_entropy
-GradRule composed_rule(Op op);   // norm, gelu, relu_sqr (of forward ops)
+GradRule composed_rule(Op op);   // norm, gelu, relu_sqr, softcap (of forward ops)
 
 /// The gradient rule of op; null when it has none.
 GradRule rule_of(Op op);

@@ -16,8 +16,9 @@ Tensor* input(Graph& g, DType type, int64_t n, const char* name) {
 
 // The inputs that stay the same every step: positions 0..n_ctx-1 in each sequence,
 // every token an output, each sequence one attention group over its own tokens with a
-// causal mask.
-void set_fixed_inputs(const TrainGraph& tg, Backend& backend) {
+// causal mask (and, for a model whose layers differ in their window, the window's: fewer
+// than n_swa positions back).
+void set_fixed_inputs(const TrainGraph& tg, Backend& backend, int64_t n_swa) {
   const int64_t n = tg.n_tokens();
   std::vector<int32_t> pos(static_cast<size_t>(n)), ids(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
@@ -34,6 +35,13 @@ void set_fixed_inputs(const TrainGraph& tg, Backend& backend) {
     }
   }
   backend.set_tensor(tg.in.kq_mask, mask.data(), 0, mask.size() * sizeof(float));
+  if (!tg.in.kq_mask_swa) return;
+  for (int64_t b = 0; b < tg.batch; ++b) {
+    for (int64_t q = 0; q < t; ++q) {
+      for (int64_t c = 0; c < t; ++c) mask[size_t((b * t + q) * t + c)] = c <= q && q - c < n_swa ? 0.0f : -INFINITY;
+    }
+  }
+  backend.set_tensor(tg.in.kq_mask_swa, mask.data(), 0, mask.size() * sizeof(float));
 }
 
 }  // namespace
@@ -50,6 +58,8 @@ Result<std::unique_ptr<TrainGraph>> build_train_graph(const TrainModel& m, int64
   in.n_outputs = in.n_tokens;
   for (int64_t b = 0; b < batch; ++b) in.groups.push_back({n_ctx, b * n_ctx, n_ctx});
   in.kv.assign(size_t(m.h.n_layer), KvLayer{});  // no cache: the batch attends over itself
+  in.swa_mask = m.h.mixed_swa();
+  in.n_ctx_per_seq = n_ctx;
   create_batch_inputs(g, in);
   tg->targets = input(g, DType::I32, in.n_tokens, "train_targets");
   Tensor* logits = m.arch->build(g, m.h, m.w, in);
@@ -63,12 +73,13 @@ Result<std::unique_ptr<TrainGraph>> build_train_graph(const TrainModel& m, int64
     tg->grads = std::move(*grads);
   }
   for (Tensor* t : {in.tokens, in.positions, in.kq_mask, in.out_ids}) g.expand(t);
+  if (in.kq_mask_swa) g.expand(in.kq_mask_swa);
   tg->plan = plan_graph_memory(g, backend.alignment());
   Result<std::unique_ptr<Buffer>> buf = backend.alloc_buffer(tg->plan.size);
   if (!buf) return buf.status().with_context("train: the compute buffer");
   tg->buffer = std::move(*buf);
   apply_graph_memory(tg->plan, g, *tg->buffer);
-  set_fixed_inputs(*tg, backend);
+  set_fixed_inputs(*tg, backend, m.h.n_swa);
   return tg;
 }
 

@@ -91,7 +91,14 @@ TEST_P(Synth, WritesAModelThatDecodes) {
   }
 }
 
-std::string arch_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+// A test name: the architecture's, '-' as '_' (gtest names: letters, digits, underscores).
+std::string arch_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& ch : name) {
+    if (ch == '-') ch = '_';
+  }
+  return name;
+}
 
 INSTANTIATE_TEST_SUITE_P(Archs, Synth, ::testing::ValuesIn(architecture_names()), arch_name);
 

@@ -5,7 +5,8 @@
 // the vector width, decode and prompt batches, cell counts below, at and past the
 // kernel's blocks of 16 cells (and blocks no token sees), causal masks with holes, tokens
 // that see no cell (last and in the middle), no mask, ALiBi with a head count that is not
-// a power of two, q as the permuted view the model passes, and padded rows.
+// a power of two, q as the permuted view the model passes, padded rows, and soft-capped
+// scores (Gemma 2).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,13 +28,14 @@ struct BackCase {
   float max_bias = 0.0f;  // ALiBi when > 0
   Layout q_layout = Layout::Permuted;
   Layout kv_layout = Layout::Contiguous;  // also d out's
+  float softcap = 0.0f;  // Gemma 2's score cap when > 0
 };
 
 std::ostream& operator<<(std::ostream& os, const BackCase& c) {
   return os << "hd " << c.hd << " tokens " << c.n_tokens << " heads " << c.n_head << "/"
             << c.n_head_kv << " n_kv " << c.n_kv << (c.mask ? " causal" : " no mask") << " blind "
             << c.blind << " unused " << c.unused << (c.max_bias > 0 ? " alibi" : "") << " q "
-            << layout_name(c.q_layout) << " kv " << layout_name(c.kv_layout);
+            << layout_name(c.q_layout) << " kv " << layout_name(c.kv_layout) << " softcap " << c.softcap;
 }
 
 constexpr Layout kContiguous = Layout::Contiguous;
@@ -50,6 +52,10 @@ const BackCase kCases[] = {
     {24, 6, 6, 2, 33, true, -1, 0, 8.0f, kContiguous, kSliced},
     {40, 4, 3, 1, 18, false, -1, 0, 0.0f, kSliced, kSliced},  // multi-query, padded rows
     {16, 6, 4, 2, 50, true, 2, 20},                           // blocks of cells no row sees
+    // Soft-capped scores (Gemma 2), with and without a mask, ALiBi, GQA.
+    {33, 9, 6, 2, 40, true, 8, 0, 0.0f, Layout::Permuted, kContiguous, 0.3f},
+    {16, 17, 6, 6, 19, false, -1, 0, 0.0f, Layout::Permuted, kContiguous, 0.5f},
+    {32, 7, 6, 3, 20, true, 3, 0, 8.0f, Layout::Permuted, kContiguous, 0.4f},
 };
 
 const double kNegInf = -std::numeric_limits<double>::infinity();
@@ -112,7 +118,8 @@ std::vector<double> attention_ref(const BackCase& c, const std::vector<float>& m
         double dot = 0;
         for (int64_t d = 0; d < hd; ++d) dot += qr[d] * kh[cell * hd + d];
         const double m = mask.empty() ? 0.0 : double(mask[size_t(t * c.n_kv + cell)]);
-        s[size_t(cell)] = m == kNegInf ? kNegInf : scale * dot + sl * m;
+        const double z = c.softcap > 0 ? c.softcap * std::tanh(scale * dot / c.softcap) : scale * dot;
+        s[size_t(cell)] = m == kNegInf ? kNegInf : z + sl * m;
         max = std::max(max, s[size_t(cell)]);
       }
       if (max == kNegInf) continue;  // sees no cell: zeros
@@ -152,7 +159,7 @@ void check_grad(const BackCase& c, Grad which) {
       mv.empty() ? nullptr : t.input_values(DType::F32, {c.n_kv, mask_rows(c), 1, 1}, mv);
   const float scale = 1.0f / std::sqrt(float(c.hd));
   const ops::AttentionGrads g =
-      ops::attention_back(t.graph(), q, k, v, mask, dout, scale, c.max_bias);
+      ops::attention_back(t.graph(), q, k, v, mask, dout, scale, c.max_bias, c.softcap);
 
   const std::vector<double> qv = values_of(t, q), kv = values_of(t, k), vv = values_of(t, v);
   ForwardFn f;

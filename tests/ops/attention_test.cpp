@@ -5,7 +5,7 @@
 // by decode tiles,
 // a token that sees no cell (zeros), permuted queries / padded cache rows, and ALiBi
 // (the mask holds minus the distance, scaled per head by its slope; head counts that are
-// and are not powers of two).
+// and are not powers of two), and Gemma 2's soft-capped scores.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,13 +23,14 @@ struct AttnCase {
   Layout q_layout = Layout::Permuted;
   Layout kv_layout = Layout::Contiguous;
   float max_bias = 0.0f;  // ALiBi when > 0
+  float softcap = 0.0f;   // Gemma 2's score cap when > 0
 };
 
 std::ostream& operator<<(std::ostream& os, const AttnCase& c) {
   return os << "hd " << c.hd << " tokens " << c.n_tokens << " heads " << c.n_head << "/"
             << c.n_head_kv << " n_kv " << c.n_kv << " " << dtype_name(c.kv_type)
             << (c.mask ? "" : " no mask") << " q " << layout_name(c.q_layout) << " kv "
-            << layout_name(c.kv_layout) << (c.max_bias > 0 ? " alibi" : "");
+            << layout_name(c.kv_layout) << (c.max_bias > 0 ? " alibi" : "") << " softcap " << c.softcap;
 }
 
 constexpr DType kF16 = DType::F16;
@@ -65,6 +66,13 @@ const AttnCase kCases[] = {
     {16, 17, 12, 3, 50, kF16, true, Layout::Contiguous, Layout::Contiguous, 8.0f},
     {64, 1, 8, 1, 33, kF16, true, Layout::Permuted, Layout::Contiguous, 8.0f},
     {32, 3, 4, 1, 29, kF32, true, Layout::Permuted, Layout::Sliced, 4.0f},
+    // Soft-capped scores (Gemma 2): caps that bite on scores of about +-1, decode from an
+    // F16 cache (which the capped path converts), prompt tiles, no mask, a sliced cache.
+    {64, 1, 8, 2, 37, kF16, true, Layout::Permuted, Layout::Contiguous, 0.0f, 0.3f},
+    {32, 6, 4, 2, 45, kF16, true, Layout::Contiguous, Layout::Sliced, 0.0f, 0.5f},
+    {24, 17, 4, 4, 50, kF32, true, Layout::Permuted, Layout::Contiguous, 0.0f, 0.02f},
+    {16, 5, 2, 2, 19, kF32, false, Layout::Permuted, Layout::Contiguous, 0.0f, 0.7f},
+    {32, 7, 6, 6, 37, kF32, true, Layout::Permuted, Layout::Contiguous, 8.0f, 0.4f},
 };
 
 // ALiBi's slope of head h, written out independently: the heads up to the largest power of
@@ -107,7 +115,7 @@ TEST_P(AttentionTest, MatchesReference) {
     mask = t.input_values(DType::F32, {c.n_kv, c.n_tokens, 1, 1}, m);
   }
   const float scale = 1.0f / std::sqrt(float(c.hd));
-  Tensor* out = ops::attention(t.graph(), q, k, v, mask, scale, c.max_bias);
+  Tensor* out = ops::attention(t.graph(), q, k, v, mask, scale, c.max_bias, c.softcap);
 
   Expected want;
   const int64_t group = c.n_head / c.n_head_kv;
@@ -120,7 +128,8 @@ TEST_P(AttentionTest, MatchesReference) {
         double dot = 0;
         for (int64_t d = 0; d < c.hd; ++d) dot += t.at(q, d, tok, h) * t.at(k, d, cell, hk);
         const double bias = c.max_bias > 0 ? -slope(h, c.n_head, c.max_bias) * double(c.n_kv - c.n_tokens + tok - cell) : 0;
-        s[size_t(cell)] = (mask && !visible(c, tok, cell)) ? -INFINITY : dot * scale + bias;
+        const double z = c.softcap > 0 ? c.softcap * std::tanh(dot * scale / c.softcap) : dot * scale;
+        s[size_t(cell)] = (mask && !visible(c, tok, cell)) ? -INFINITY : z + bias;
         max = std::max(max, s[size_t(cell)]);
       }
       double sum = 0;

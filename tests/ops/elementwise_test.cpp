@@ -1,4 +1,4 @@
-// add, mul (broadcasting), scale, silu, gelu, relu_sqr, clamp against double-precision
+// add, mul (broadcasting), scale, silu, gelu, relu_sqr, clamp, softcap against double-precision
 // references.
 #include <gtest/gtest.h>
 
@@ -156,6 +156,15 @@ TEST_P(UnaryTest, ReluSqr) {
 TEST_P(UnaryTest, Clamp) {
   run([](Graph& g, Tensor* a) { return ops::clamp(g, a, -1.25f, 0.5f); },
       [](double x) { return std::min(std::max(x, -1.25), 0.5); }, plain_mag, 0, -3, 3);
+}
+
+// Gemma 2's caps: 0.5 (values far past it saturate) and 30 (nearly the identity here).
+TEST_P(UnaryTest, Softcap) {
+  for (float cap : {0.5f, 30.0f}) {
+    SCOPED_TRACE(cap);
+    run([cap](Graph& g, Tensor* a) { return ops::softcap(g, a, cap); },
+        [cap](double x) { return double(cap) * std::tanh(x / double(cap)); }, plain_mag, 1e-6, -6, 6);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, UnaryTest, ::testing::ValuesIn(kUnaryCases));

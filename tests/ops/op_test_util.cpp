@@ -64,6 +64,7 @@ bool runs_in_place(const Tensor* node) {
     case Op::Gelu:
     case Op::ReluSqr:
     case Op::Clamp:
+    case Op::Softcap:
     case Op::Acc:  // acc_zeros has no src0
       return node->src[0] != nullptr && node->src[0]->is_contiguous() &&
              node->src[0]->type == node->type && node->src[0]->nbytes() == node->nbytes();

@@ -65,8 +65,9 @@ std::vector<float> logits(const std::string& base, const std::string& adapter, c
 class FinetuneArch : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(FinetuneArch, LowersTheLossAndTheAdapterChangesTheLogits) {
-  const std::string name = GetParam();
-  TESSERA_REQUIRE_SHARED(base, "archs/models/" + name + ".gguf");
+  const std::string set_and_name = GetParam();  // "archs/qwen2": ../shared/archs/models/qwen2.gguf
+  const std::string name = set_and_name.substr(set_and_name.find('/') + 1);
+  TESSERA_REQUIRE_SHARED(base, set_and_name.substr(0, set_and_name.find('/')) + "/models/" + name + ".gguf");
   const fs::path dir = temp_dir(name);
   const FinetuneOptions o = options(base, dir);
   std::map<int64_t, double> loss;
@@ -92,8 +93,15 @@ TEST_P(FinetuneArch, LowersTheLossAndTheAdapterChangesTheLogits) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(ReferenceModels, FinetuneArch, ::testing::Values("qwen2", "gemma", "falcon"),
-                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+INSTANTIATE_TEST_SUITE_P(ReferenceModels, FinetuneArch,
+                         ::testing::Values("archs/qwen2", "archs/gemma", "archs/falcon", "archs2/command-r"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string name = std::string(i.param).substr(std::string(i.param).find('/') + 1);
+                           for (char& ch : name) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return name;
+                         });
 
 // Falcon has a fused q/k/v projection and no gate: "all" adapts what it has, a named
 // target it lacks is an error that lists what it has.

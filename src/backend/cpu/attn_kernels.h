@@ -34,6 +34,8 @@ struct AttnTile {
   const uint16_t* k16 = nullptr;
   const uint16_t* v16 = nullptr;
   float* out[kAttnRows] = {};  // per row: hd floats written
+  float softcap = 0.0f;        // > 0: each score becomes softcap tanh(score / softcap) before
+                               // the mask (the reference level's tile only)
   float* scratch = nullptr;    // attn_scratch_floats(n, hd) floats, 64-byte aligned
 };
 

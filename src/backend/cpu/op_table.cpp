@@ -37,6 +37,7 @@ constexpr Table make_table() {
   set(Op::Gelu, {unary_supports, gelu_compute, nullptr, nullptr});
   set(Op::ReluSqr, {unary_supports, relu_sqr_compute, nullptr, nullptr});
   set(Op::Clamp, {unary_supports, clamp_compute, nullptr, nullptr});
+  set(Op::Softcap, {unary_supports, softcap_compute, nullptr, nullptr});
   set(Op::Cpy, {cpy_supports, copy_compute, copy_work_size, nullptr});
   set(Op::Cont, {cont_supports, copy_compute, copy_work_size, nullptr});
   set(Op::Concat, {concat_supports, concat_compute, nullptr, nullptr});

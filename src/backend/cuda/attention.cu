@@ -59,6 +59,7 @@ bool attention_supports(const Tensor* node) {
   const Tensor* mask = node->src[3];
   const auto* ap = std::get_if<AttentionParams>(&node->params);
   if (ap == nullptr || q == nullptr || k == nullptr || v == nullptr) return false;
+  if (ap->softcap != 0.0f) return false;  // soft-capped scores: the CPU's
   if (node->type != DType::F32 || !node->is_contiguous() || q->type != DType::F32 ||
       q->nb[0] != 4 || !aligned(q, 4))
     return false;

@@ -99,6 +99,7 @@ bool rope_supports(const Tensor* node) {
   const Tensor* ff = node->src[2];
   const auto* rp = std::get_if<RopeParams>(&node->params);
   if (rp == nullptr || (rp->mode != RopeMode::Normal && rp->mode != RopeMode::NeoX)) return false;
+  if (!rp->yarn.plain()) return false;  // YaRN and the attention factor: the CPU's
   if (rp->n_dims < 0 || rp->n_dims % 2 != 0 || rp->n_dims > node->ne[0] || rp->n_dims > kMaxRotated)
     return false;
   if (node->type != DType::F32 || node->nb[0] != 4 || !aligned(node, 4)) return false;

@@ -16,6 +16,9 @@ extern const Arch kBloomArch;
 extern const Arch kQwen2Arch;
 extern const Arch kPhi3Arch;
 extern const Arch kGemmaArch;
+extern const Arch kGemma2Arch;
+extern const Arch kGraniteArch;
+extern const Arch kCommandRArch;
 
 namespace {
 const Arch* const kArchs[] = {
@@ -32,6 +35,9 @@ const Arch* const kArchs[] = {
     &kQwen2Arch,
     &kPhi3Arch,
     &kGemmaArch,
+    &kGemma2Arch,
+    &kGraniteArch,
+    &kCommandRArch,
 };
 }  // namespace
 

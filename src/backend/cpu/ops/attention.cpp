@@ -28,7 +28,7 @@ Shape3 shape_of(const Tensor* node) {
 // it directly: each head's cells are then read by one tile only, and no F32 copy is made.
 bool reads_f16(const Tensor* node) {
   const Shape3 s = shape_of(node);
-  return node->src[1]->type == DType::F16 && s.group * s.n_tokens <= kAttnRows &&
+  return std::get<AttentionParams>(node->params).softcap == 0.0f && node->src[1]->type == DType::F16 && s.group * s.n_tokens <= kAttnRows &&
          attn_kernels().tile_f16 != nullptr;
 }
 
@@ -131,6 +131,13 @@ bool attention_prepare(Tensor* node, const KernelParams& p) {
   return true;
 }
 
+// Soft-capped scores (Gemma 2) take the reference level's tile, the one that caps them:
+// the vector levels' tiles keep their scores in registers.
+AttnTileFn tile_of(const AttentionParams& ap, bool direct) {
+  if (ap.softcap > 0.0f) return reference::kAttnKernels.tile;
+  return direct ? attn_kernels().tile_f16 : attn_kernels().tile;
+}
+
 // Work items: for each KV head, its query rows (token-major, then the heads that share
 // it) in tiles of 16. Threads take contiguous ranges of items.
 void attention_compute(Tensor* node, const KernelParams& p) {
@@ -151,7 +158,7 @@ void attention_compute(Tensor* node, const KernelParams& p) {
   float* alibi_rows = ap.max_bias > 0 ? scratch + round_up(attn_scratch_floats(s.n_kv, s.hd) * sizeof(float)) / sizeof(float)
                                       : nullptr;
   const VecKernels& vk = vec_kernels();
-  const AttnTileFn tile_fn = direct ? attn_kernels().tile_f16 : attn_kernels().tile;
+  const AttnTileFn tile_fn = tile_of(ap, direct);
 
   int64_t i0, i1;
   split_range(s.n_head_kv * tiles_per_head, p.ith, p.nth, &i0, &i1);
@@ -214,6 +221,7 @@ void attention_compute(Tensor* node, const KernelParams& p) {
       t.v_stride = v.row;
     }
     t.scratch = scratch;
+    t.softcap = ap.softcap;
     tile_fn(t);
   }
 }

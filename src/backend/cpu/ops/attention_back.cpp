@@ -55,17 +55,17 @@ size_t shared_bytes(const Dims& s) {
 }
 
 // Per thread. The dq phase: a KV head's keys transposed ([hd][n_kv]), then a row's scores
-// (then p) and dp (then ds). The dk/dv phase: a block's p and ds transposed ([kBlock][rows]),
-// then one row's p and dp over the block.
+// (then p), dp (then ds) and the soft cap's slopes. The dk/dv phase: a block's p and ds
+// transposed ([kBlock][rows]), then one row's p, dp and slopes over the block.
 size_t thread_bytes(const Dims& s) {
-  return std::max(floats(s.hd * s.n_kv) + 2 * floats(s.n_kv),
-                  2 * floats(kBlock * s.rows) + 2 * floats(kBlock));
+  return std::max(floats(s.hd * s.n_kv) + 3 * floats(s.n_kv),
+                  2 * floats(kBlock * s.rows) + 3 * floats(kBlock));
 }
 
 struct Ctx {
   Dims s;
   const Tensor *q, *k, *v, *mask, *dout;
-  float scale, max_bias;
+  float scale, max_bias, softcap;
   float *dq, *dk, *dv;  // the packed result's three parts, contiguous
   RowStats* stats;      // row r of KV head hk at hk * rows + r
   float *qt, *dout_t;   // KV head hk's [hd][rows] at hk * hd * rows
@@ -80,6 +80,7 @@ struct Ctx {
         dout(node->src[4]),
         scale(std::get<AttentionParams>(node->params).scale),
         max_bias(std::get<AttentionParams>(node->params).max_bias),
+        softcap(std::get<AttentionParams>(node->params).softcap),
         dq(static_cast<float*>(node->data)),
         dk(dq + s.hd * s.n_tokens * s.n_head),
         dv(dk + s.hd * s.n_kv * s.n_head_kv),
@@ -128,18 +129,24 @@ void strided_dots(const Ctx& x, const float* a, const float* b, int64_t stride, 
   for (; i < count; ++i) out[i] = x.vk.dot_f32(a, b + i * stride, n);
 }
 
-// s[j] = scale q . k + slope * mask of cell c0 + j for query row (t, h), j < n: one
-// function for both phases, so that both see the same scores and hence the same p.
-void scores(const Ctx& x, int64_t t, int64_t h, int64_t c0, int64_t n, float* s) {
+// s[j] = cap(scale q . k) + slope * mask of cell c0 + j for query row (t, h), j < n: one
+// function for both phases, so that both see the same scores and hence the same p. With a
+// soft cap, cap(z) = softcap tanh(z / softcap), and slope[j] = cap'(z) = 1 - tanh^2.
+void scores(const Ctx& x, int64_t t, int64_t h, int64_t c0, int64_t n, float* s, float* slope_out) {
   dots(x, x.q_row(t, h), x.k, h / x.s.group, c0, n, s);
-  if (!x.mask) {
-    x.vk.scale_f32(s, s, x.scale, n);
-    return;
+  x.vk.scale_f32(s, s, x.scale, n);
+  if (x.softcap > 0.0f) {
+    for (int64_t j = 0; j < n; ++j) {
+      const float c = std::tanh(s[j] / x.softcap);
+      s[j] = x.softcap * c;
+      slope_out[j] = 1.0f - c * c;
+    }
   }
+  if (!x.mask) return;
   const float slope = x.slope(h);
   const float* m = x.row(x.mask, t, 0) + c0;
   for (int64_t j = 0; j < n; ++j)
-    s[j] = m[j] == -INFINITY ? -INFINITY : x.scale * s[j] + slope * m[j];
+    s[j] = m[j] == -INFINITY ? -INFINITY : s[j] + slope * m[j];
 }
 
 // Cells [lo, hi) outside of which mask row t is -inf.
@@ -162,7 +169,7 @@ void transpose_keys(const Ctx& x, int64_t hk, float* kt) {
 // Row r of KV head hk: its q and d out into the transposed copies (every row, one that
 // sees nothing too: the dk/dv phase's ranges of rows may include it, with p = 0); its dq,
 // scale * sum_c ds_c k_c with ds_c = p_c (dp_c - D); and its statistics.
-void dq_row(const Ctx& x, int64_t hk, int64_t r, const float* kt, float* p, float* ds) {
+void dq_row(const Ctx& x, int64_t hk, int64_t r, const float* kt, float* p, float* ds, float* cap_slope) {
   const int64_t hd = x.s.hd, rows = x.s.rows;
   const int64_t t = x.token(r), h = x.head(hk, r);
   const float* qr = x.q_row(t, h);
@@ -179,7 +186,7 @@ void dq_row(const Ctx& x, int64_t hk, int64_t r, const float* kt, float* p, floa
   std::fill(dq, dq + hd, 0.0f);
   if (lo >= hi) return;  // sees no cell: the forward gave zeros whatever q, k, v are
   const int64_t n = hi - lo;
-  scores(x, t, h, lo, n, p);
+  scores(x, t, h, lo, n, p, cap_slope);
   const float max = x.vk.max_f32(p, n);
   if (max == -INFINITY) return;
   const float inv_sum = 1.0f / x.vk.exp_sum_f32(p, p, max, n);
@@ -187,6 +194,7 @@ void dq_row(const Ctx& x, int64_t hk, int64_t r, const float* kt, float* p, floa
   dots(x, dr, x.v, hk, lo, n, ds);
   const float d = x.vk.dot_f32(p, ds, n);
   for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - d);
+  if (x.softcap > 0.0f) x.vk.mul_f32(ds, ds, cap_slope, n);
   strided_dots(x, ds, kt + lo, x.s.n_kv, n, hd, dq);
   x.vk.scale_f32(dq, dq, x.scale, hd);
   st = {max, inv_sum, d, int32_t(lo), int32_t(hi)};
@@ -209,7 +217,7 @@ bool block_rows(const Ctx& x, int64_t hk, int64_t c0, int64_t c1, int64_t* rlo, 
 // p and ds of cells [c0, c0 + nc) for rows [rlo, rhi) of KV head hk, transposed: cell c0 + j
 // of row r at pt[j * rows + r - rlo] (and dst); zeros where the row does not see the cell.
 void block_probs(const Ctx& x, int64_t hk, int64_t c0, int64_t nc, int64_t rlo, int64_t rhi,
-                 float* pt, float* dst, float* p, float* dp) {
+                 float* pt, float* dst, float* p, float* dp, float* cap_slope) {
   const int64_t rows = x.s.rows;
   for (int64_t j = 0; j < nc; ++j) {
     std::fill(pt + j * rows, pt + j * rows + (rhi - rlo), 0.0f);
@@ -221,13 +229,14 @@ void block_probs(const Ctx& x, int64_t hk, int64_t c0, int64_t nc, int64_t rlo, 
     const int64_t b = std::min<int64_t>(c0 + nc, st.hi);
     if (a >= b) continue;
     const int64_t n = b - a, t = x.token(r), h = x.head(hk, r);
-    scores(x, t, h, a, n, p);
+    scores(x, t, h, a, n, p, cap_slope);
     x.vk.exp_sum_f32(p, p, st.max, n);
     x.vk.scale_f32(p, p, st.inv_sum, n);
     dots(x, x.dout_row(t, h), x.v, hk, a, n, dp);
     for (int64_t j = 0; j < n; ++j) {
       pt[(a - c0 + j) * rows + r - rlo] = p[j];
-      dst[(a - c0 + j) * rows + r - rlo] = p[j] * (dp[j] - st.d);
+      const float ds = p[j] * (dp[j] - st.d);
+      dst[(a - c0 + j) * rows + r - rlo] = x.softcap > 0.0f ? ds * cap_slope[j] : ds;
     }
   }
 }
@@ -236,7 +245,7 @@ void block_probs(const Ctx& x, int64_t hk, int64_t c0, int64_t nc, int64_t rlo, 
 // scale sum_r ds_rc q_r, dot products over the rows that see the block, the same whichever
 // thread runs it.
 void dkv_block(const Ctx& x, int64_t hk, int64_t c0, int64_t nc, float* pt, float* dst, float* p,
-               float* dp) {
+               float* dp, float* cap_slope) {
   const int64_t hd = x.s.hd, rows = x.s.rows;
   float* dk = x.dk + (hk * x.s.n_kv + c0) * hd;
   float* dv = x.dv + (hk * x.s.n_kv + c0) * hd;
@@ -246,7 +255,7 @@ void dkv_block(const Ctx& x, int64_t hk, int64_t c0, int64_t nc, float* pt, floa
     std::fill(dv, dv + nc * hd, 0.0f);
     return;
   }
-  block_probs(x, hk, c0, nc, rlo, rhi, pt, dst, p, dp);
+  block_probs(x, hk, c0, nc, rlo, rhi, pt, dst, p, dp, cap_slope);
   const float* qt = x.qt + hk * hd * rows + rlo;
   const float* dout_t = x.dout_t + hk * hd * rows + rlo;
   for (int64_t j = 0; j < nc; ++j) {
@@ -284,13 +293,14 @@ bool attention_back_prepare(Tensor* node, const KernelParams& p) {
   float* kt = x.scratch(p);
   float* ps = kt + floats(x.s.hd * x.s.n_kv) / sizeof(float);
   float* ds = ps + floats(x.s.n_kv) / sizeof(float);
+  float* cap_slope = ds + floats(x.s.n_kv) / sizeof(float);
   const int64_t tiles = (x.s.rows + kRowTile - 1) / kRowTile;
   int64_t keys_of = -1;  // the KV head whose keys kt holds
   for (int64_t item = p.ith; item < x.s.n_head_kv * tiles; item += p.nth) {
     const int64_t hk = item / tiles;
     if (hk != keys_of) transpose_keys(x, keys_of = hk, kt);
     const int64_t r0 = (item % tiles) * kRowTile;
-    for (int64_t r = r0; r < std::min(x.s.rows, r0 + kRowTile); ++r) dq_row(x, hk, r, kt, ps, ds);
+    for (int64_t r = r0; r < std::min(x.s.rows, r0 + kRowTile); ++r) dq_row(x, hk, r, kt, ps, ds, cap_slope);
   }
   return true;  // compute reads the rows' statistics and the transposed q and d out
 }
@@ -302,11 +312,12 @@ void attention_back_compute(Tensor* node, const KernelParams& p) {
   float* dst = pt + floats(kBlock * x.s.rows) / sizeof(float);
   float* ps = dst + floats(kBlock * x.s.rows) / sizeof(float);
   float* dp = ps + floats(kBlock) / sizeof(float);
+  float* cap_slope = dp + floats(kBlock) / sizeof(float);
   const int64_t blocks = (x.s.n_kv + kBlock - 1) / kBlock;
   for (int64_t item = p.ith; item < x.s.n_head_kv * blocks; item += p.nth) {
     const int64_t hk = item / blocks;
     const int64_t c0 = (item % blocks) * kBlock;
-    dkv_block(x, hk, c0, std::min(kBlock, x.s.n_kv - c0), pt, dst, ps, dp);
+    dkv_block(x, hk, c0, std::min(kBlock, x.s.n_kv - c0), pt, dst, ps, dp, cap_slope);
   }
 }
 

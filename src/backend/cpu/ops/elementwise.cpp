@@ -1,5 +1,6 @@
 #include "backend/cpu/ops/elementwise.h"
 
+#include <cmath>
 #include <variant>
 
 #include "backend/cpu/ops/common.h"
@@ -92,6 +93,14 @@ void clamp_compute(Tensor* node, const KernelParams& p) {
   const ClampParams c = std::get<ClampParams>(node->params);
   for_each_row(node, p, [c](float* y, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] < c.lo ? c.lo : (x[i] > c.hi ? c.hi : x[i]);
+  });
+}
+
+// cap tanh(x / cap): Gemma 2's logit caps, on rows of logits (one pass, as the two above).
+void softcap_compute(Tensor* node, const KernelParams& p) {
+  const float cap = std::get<ScaleParams>(node->params).scale;
+  for_each_row(node, p, [cap](float* y, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = cap * std::tanh(x[i] / cap);
   });
 }
 

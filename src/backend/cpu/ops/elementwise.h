@@ -1,4 +1,4 @@
-// Elementwise kernels: add, mul (with broadcasting), scale, silu, gelu, relu_sqr, clamp.
+// Elementwise kernels: add, mul (with broadcasting), scale, silu, gelu, relu_sqr, clamp, softcap.
 #pragma once
 
 #include "backend/cpu/op_table.h"
@@ -16,5 +16,6 @@ void silu_compute(Tensor* node, const KernelParams& p);
 void gelu_compute(Tensor* node, const KernelParams& p);
 void relu_sqr_compute(Tensor* node, const KernelParams& p);
 void clamp_compute(Tensor* node, const KernelParams& p);
+void softcap_compute(Tensor* node, const KernelParams& p);
 
 }  // namespace tessera::cpu

@@ -14,6 +14,7 @@ void tile(const AttnTile& t) {
       const float* k = t.k + size_t(c) * t.k_stride;
       float dot = 0.0f;
       for (int64_t d = 0; d < t.hd; ++d) dot += t.q[r][d] * k[d];
+      if (t.softcap > 0.0f) dot = t.softcap * std::tanh(dot / t.softcap);
       s[c] = t.mask ? dot + t.mask[t.mask_off[r] + c] : dot;
       max = std::fmax(max, s[c]);
     }
