@@ -34,6 +34,13 @@ enum class Op : uint8_t {
   Concat,     // src0 and src1 joined along `dim`
   Attention,  // per head: softmax(scale q k^T + slope * mask) v; src0 q, src1 k, src2 v,
               // src3 mask; slope 1, or ALiBi's per-head slope when max_bias > 0
+  // Mixture-of-experts routing and experts.
+  Sigmoid,    // 1 / (1 + exp(-x))
+  Div,        // src0 / src1, src1 broadcast over src0
+  SumRows,    // the sum of each row (along dim 0): [1, ne1, ne2, ne3]
+  TopK,       // I32 ids of the k largest of each row of src0, largest first (ties: lower id)
+  TakeAlong,  // result[i, r] = src0[src1[i, r], r]: each row's elements at its I32 ids
+  MulMatId,   // result[:, i, t] = src0 expert src2[i, t] (a plane of src0) times src1[:, i, t]
   // The ops of backward graphs (src/train): gradients and what they need.
   Acc,            // src0 (or zeros when null) with src1 added into a strided window of it
   SumTo,          // src0 summed down to a smaller shape (the gradient of a broadcast)
@@ -85,6 +92,9 @@ struct AttentionParams {
   float scale;
   float max_bias = 0.0f;  // ALiBi: > 0 multiplies head h's mask by its slope (alibi_slope)
 };
+struct TopKParams {
+  int32_t k;
+};
 struct ClampParams {
   float lo;
   float hi;
@@ -103,6 +113,6 @@ float alibi_slope(int64_t h, int64_t n_head, float max_bias);
 
 using OpParams =
     std::variant<std::monostate, NormParams, ScaleParams, RopeParams, SoftMaxParams, ConcatParams,
-                 AttentionParams, ClampParams, AccParams, PermuteParams>;
+                 AttentionParams, ClampParams, AccParams, PermuteParams, TopKParams>;
 
 }  // namespace tessera
