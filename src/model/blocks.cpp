@@ -231,7 +231,7 @@ Tensor* norm_block(Graph& g, const HParams& h, const BlockVariant& v, Tensor* x,
 
 Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                       int64_t il, Tensor* x) {
-  const BlockVariant& v = w.variant;
+  const BlockVariant v = layer_variant(w.variant, h, il);  // experts or the dense FFN
   TESSERA_CHECK_MSG(v.ffn_norm && !v.qk_norm && v.second_norm == Presence::No,
                     "decoder_layer builds pre-norm layers with an ffn_norm and no q/k norms");
   const LayerWeights& l = w.layers[size_t(il)];
@@ -243,11 +243,11 @@ Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const B
   Tensor* attn = attn_output(g, v, l, cur);
   if (v.parallel()) {
     cur = norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b);
-    return ops::add(g, x, ops::add(g, attn, ffn_block(g, cur, v, l)));
+    return ops::add(g, x, ops::add(g, attn, feed_forward(g, h, v, l, cur)));
   }
   x = ops::add(g, x, attn);
   cur = norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b);
-  return ops::add(g, x, ffn_block(g, cur, v, l));
+  return ops::add(g, x, feed_forward(g, h, v, l, cur));
 }
 
 Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
