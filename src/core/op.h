@@ -36,6 +36,13 @@ enum class Op : uint8_t {
   Attention,  // per head: softmax(cap(scale q k^T) + slope * mask) v; src0 q, src1 k, src2 v,
               // src3 mask; slope 1, or ALiBi's per-head slope when max_bias > 0; cap: the
               // identity, or softcap tanh(. / softcap) when softcap > 0
+  // Mixture-of-experts routing and experts.
+  Sigmoid,    // 1 / (1 + exp(-x))
+  Div,        // src0 / src1, src1 broadcast over src0
+  SumRows,    // the sum of each row (along dim 0): [1, ne1, ne2, ne3]
+  TopK,       // I32 ids of the k largest of each row of src0, largest first (ties: lower id)
+  TakeAlong,  // result[i, r] = src0[src1[i, r], r]: each row's elements at its I32 ids
+  MulMatId,   // result[:, i, t] = src0 expert src2[i, t] (a plane of src0) times src1[:, i, t]
   // The ops of backward graphs (src/train): gradients and what they need.
   Acc,            // src0 (or zeros when null) with src1 added into a strided window of it
   SumTo,          // src0 summed down to a smaller shape (the gradient of a broadcast)
@@ -109,6 +116,9 @@ struct AttentionParams {
   float softcap = 0.0f;   // > 0: each score scale q.k becomes softcap tanh(score / softcap)
                           // before the mask is added (Gemma 2)
 };
+struct TopKParams {
+  int32_t k;
+};
 struct ClampParams {
   float lo;
   float hi;
@@ -127,6 +137,6 @@ float alibi_slope(int64_t h, int64_t n_head, float max_bias);
 
 using OpParams =
     std::variant<std::monostate, NormParams, ScaleParams, RopeParams, SoftMaxParams, ConcatParams,
-                 AttentionParams, ClampParams, AccParams, PermuteParams>;
+                 AttentionParams, ClampParams, AccParams, PermuteParams, TopKParams>;
 
 }  // namespace tessera

@@ -181,6 +181,36 @@ Tensor* concat(Graph& g, Tensor* a, Tensor* b, int dim) {
   return t;
 }
 
+Tensor* sigmoid(Graph& g, Tensor* a) { return unary(g, Op::Sigmoid, a); }
+Tensor* div(Graph& g, Tensor* a, Tensor* b) { return binary(g, Op::Div, a, b); }
+
+Tensor* sum_rows(Graph& g, Tensor* a) {
+  TESSERA_CHECK(a->type == DType::F32);
+  return new_node(g, Op::SumRows, DType::F32, {1, a->ne[1], a->ne[2], a->ne[3]}, a);
+}
+
+Tensor* top_k(Graph& g, Tensor* a, int k) {
+  TESSERA_CHECK(a->type == DType::F32 && k >= 1 && k <= a->ne[0]);
+  Tensor* t = new_node(g, Op::TopK, DType::I32, {k, a->ne[1], a->ne[2], a->ne[3]}, a);
+  t->params = TopKParams{k};
+  return t;
+}
+
+Tensor* take_along(Graph& g, Tensor* a, Tensor* ids) {
+  TESSERA_CHECK(a->type == DType::F32 && ids->type == DType::I32);
+  TESSERA_CHECK(ids->ne[1] == a->ne[1] && ids->ne[2] == a->ne[2] && ids->ne[3] == a->ne[3]);
+  return new_node(g, Op::TakeAlong, DType::F32, ids->ne, a, ids);
+}
+
+Tensor* mul_mat_id(Graph& g, Tensor* as, Tensor* b, Tensor* ids) {
+  TESSERA_CHECK_MSG(as->ne[0] == b->ne[0], "mul_mat_id: inner dimensions differ");
+  TESSERA_CHECK(b->type == DType::F32 && ids->type == DType::I32 && as->ne[3] == 1);
+  TESSERA_CHECK(ids->ne[2] == 1 && ids->ne[3] == 1 && b->ne[3] == 1);
+  TESSERA_CHECK_MSG(b->ne[2] == ids->ne[1], "mul_mat_id: one id row per token");
+  TESSERA_CHECK_MSG(b->ne[1] == ids->ne[0] || b->ne[1] == 1, "mul_mat_id: activations per id, or one per token");
+  return new_node(g, Op::MulMatId, DType::F32, {as->ne[1], ids->ne[0], ids->ne[1], 1}, as, b, ids);
+}
+
 namespace {
 
 // The window of b (extents b.ne, strides nb, offset) lies inside a dense F32 [ne].
@@ -322,7 +352,8 @@ std::string_view op_name(Op op) {
   static constexpr std::string_view kNames[] = {
       "none", "get_rows", "set_rows", "add",  "mul",  "scale",  "mul_mat",
       "rms_norm", "norm", "rope",     "soft_max", "silu", "gelu", "relu_sqr", "clamp", "softcap", "cpy",
-      "cont", "concat", "attention", "acc", "sum_to", "get_rows_back", "rms_norm_back",
+      "cont", "concat", "attention", "sigmoid", "div", "sum_rows", "top_k", "take_along", "mul_mat_id",
+      "acc", "sum_to", "get_rows_back", "rms_norm_back",
       "soft_max_back", "silu_back", "attention_back", "cross_entropy", "cross_entropy_back",
       "view", "reshape", "permute", "transpose"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Op::Count));

@@ -55,6 +55,26 @@ Tensor* concat(Graph& g, Tensor* a, Tensor* b, int dim);
 Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
                   float max_bias = 0.0f, float softcap = 0.0f);
 
+// --- Mixture-of-experts routing and experts. ---
+
+/// 1 / (1 + exp(-a)).
+Tensor* sigmoid(Graph& g, Tensor* a);
+/// Elementwise a / b, b broadcast.
+Tensor* div(Graph& g, Tensor* a, Tensor* b);
+/// The sum of each row of a (F32): [1, a.ne1, a.ne2, a.ne3], summed in order.
+Tensor* sum_rows(Graph& g, Tensor* a);
+/// The I32 ids of the k largest elements of each row of a (F32), largest first; equal
+/// values in id order: [k, a.ne1, a.ne2, a.ne3].
+Tensor* top_k(Graph& g, Tensor* a, int k);
+/// result[i, r] = a[ids[i, r], r] for a F32 [n, rows...] and ids I32 [k, rows...] (the
+/// same rows): each row's elements at its ids (the router weights of the chosen experts).
+Tensor* take_along(Graph& g, Tensor* a, Tensor* ids);
+/// The experts' products: as [K, M, n_expert] (one weight matrix per plane), b F32
+/// [K, n_b, n_tokens] with n_b = n_used or 1 (one row for every id of the token), ids I32
+/// [n_used, n_tokens] -> F32 [M, n_used, n_tokens]:
+/// result[:, i, t] = as[:, :, ids[i, t]] b[:, i % n_b, t]. The ids must be < n_expert.
+Tensor* mul_mat_id(Graph& g, Tensor* as, Tensor* b, Tensor* ids);
+
 // --- The ops of backward graphs (src/train). Results are F32 and contiguous. ---
 
 /// A contiguous copy of a (F32 [ne]) with b added into the window of it that has b's

@@ -269,7 +269,7 @@ Tensor* into_residual(Graph& g, const HParams& h, const BlockVariant& v, Tensor*
 
 Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                       int64_t il, Tensor* x) {
-  const BlockVariant& v = w.variant;
+  const BlockVariant v = layer_variant(w.variant, h, il);  // experts or the dense FFN
   TESSERA_CHECK_MSG((v.ffn_norm || v.parallel() || !v.pre_norm) && !v.qk_norm && v.second_norm == Presence::No,
                     "decoder_layer builds layers with an ffn_norm (or a parallel FFN reading attn_norm) "
                     "and no per-head q/k norms");
@@ -282,11 +282,11 @@ Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const B
   attn = into_residual(g, h, v, attn_output(g, v, l, attn), l.post_attn_norm);
   if (v.parallel()) {
     if (v.ffn_norm) cur = norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b);
-    return ops::add(g, x, ops::add(g, attn, into_residual(g, h, v, ffn_block(g, cur, v, l), l.post_ffn_norm)));
+    return ops::add(g, x, ops::add(g, attn, into_residual(g, h, v, feed_forward(g, h, v, l, cur), l.post_ffn_norm)));
   }
   x = ops::add(g, x, attn);
   cur = v.pre_norm ? norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b) : x;
-  return ops::add(g, x, into_residual(g, h, v, ffn_block(g, cur, v, l), l.post_ffn_norm));
+  return ops::add(g, x, into_residual(g, h, v, feed_forward(g, h, v, l, cur), l.post_ffn_norm));
 }
 
 Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,

@@ -126,6 +126,19 @@ Tensor* attn_output(Graph& g, const BlockVariant& v, const LayerWeights& l, Tens
 /// bias when v.up_bias says so. Then + b_down when v.down_bias says so.
 Tensor* ffn_block(Graph& g, Tensor* x, const BlockVariant& v, const LayerWeights& l);
 
+/// The mixture-of-experts feed-forward of a layer whose variant has experts (v.moe), for
+/// x [n_embd, n_tokens]: the router ffn_gate_inp picks h.n_expert_used experts per token
+/// (softmax or sigmoid of its logits as h.expert_gating says, the top ones), weighted by
+/// their probabilities, divided by the chosen ones' sum when h.expert_weights_norm,
+/// scaled by h.expert_weights_scale when set; the sum of the chosen experts' SwiGLU
+/// (ffn_{gate,up,down}_exps, mul_mat_id) so weighted, plus the shared experts as
+/// v.shared_experts says.
+Tensor* moe_ffn_block(Graph& g, const HParams& h, const BlockVariant& v, const LayerWeights& l, Tensor* x);
+
+/// A layer's feed-forward as its variant says: moe_ffn_block with experts, else ffn_block.
+/// v: the layer's own variant (variant_check.h: layer_variant).
+Tensor* feed_forward(Graph& g, const HParams& h, const BlockVariant& v, const LayerWeights& l, Tensor* x);
+
 /// norm(x) * w (+ b when v.norm_bias says so), of v.norm, with the model's epsilon for it.
 Tensor* norm_block(Graph& g, const HParams& h, const BlockVariant& v, Tensor* x, Tensor* w, Tensor* b);
 

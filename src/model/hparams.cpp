@@ -101,6 +101,47 @@ Status read_scales(const gguf::File& f, const std::string& p, HParams& h) {
   return Status::ok();
 }
 
+/// An optional bool key; `*out` keeps its value when the key is absent.
+Status read_optional_bool(const gguf::File& f, const std::string& key, bool* out) {
+  const gguf::Value* v = f.find(key);
+  if (v == nullptr) return Status::ok();
+  const std::optional<bool> b = v->as_bool();
+  if (!b) return Status::error("model: key '" + key + "' is not a bool");
+  *out = *b;
+  return Status::ok();
+}
+
+/// The mixture-of-experts keys (all optional: a dense file has none).
+Status read_experts(const gguf::File& f, const std::string& p, HParams& h) {
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "expert_count", &h.n_expert));
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "expert_used_count", &h.n_expert_used));
+  h.n_ff_exp = h.n_ff;
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "expert_feed_forward_length", &h.n_ff_exp));
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "expert_shared_count", &h.n_expert_shared));
+  h.n_ff_shexp = h.n_expert_shared > 0 ? h.n_expert_shared * h.n_ff_exp : h.n_ff;
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "expert_shared_feed_forward_length", &h.n_ff_shexp));
+  if (f.find(p + "leading_dense_block_count") != nullptr) {
+    Result<int64_t> n = f.get_int(p + "leading_dense_block_count");
+    if (!n) return n.status();
+    if (*n < 0 || *n > h.n_layer) {
+      return Status::error("model: key '" + p + "leading_dense_block_count' = " + std::to_string(*n) +
+                           " is out of range (0 to block_count)");
+    }
+    h.n_layer_dense_lead = *n;
+  }
+  if (f.find(p + "expert_gating_func") != nullptr) {
+    Result<int64_t> g = f.get_int(p + "expert_gating_func");
+    if (!g) return g.status();
+    if (*g != 1 && *g != 2) {
+      return Status::error("model: key '" + p + "expert_gating_func' = " + std::to_string(*g) +
+                           " is not 1 (softmax) or 2 (sigmoid)");
+    }
+    h.expert_gating = *g == 1 ? ExpertGating::Softmax : ExpertGating::Sigmoid;
+  }
+  TESSERA_RETURN_IF_ERROR(read_optional_bool(f, p + "expert_weights_norm", &h.expert_weights_norm));
+  return read_optional_float(f, p + "expert_weights_scale", &h.expert_weights_scale, FloatRange::NonNegative);
+}
+
 Status check_shape(const HParams& h) {
   if (h.n_head_kv > h.n_head || h.n_head % h.n_head_kv != 0) {
     return Status::error("model: head_count " + std::to_string(h.n_head) +
@@ -172,6 +213,7 @@ Result<HParams> read_hparams(const gguf::File& f) {
     if (!b) return Status::error("model: key '" + p + "use_parallel_residual' is not a bool");
     h.parallel_residual = *b;
   }
+  TESSERA_RETURN_IF_ERROR(read_experts(f, p, h));
   TESSERA_RETURN_IF_ERROR(check_shape(h));
   return h;
 }

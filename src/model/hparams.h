@@ -27,6 +27,9 @@ enum class RopeScaling : uint8_t {
   LongRope,  // as linear; the LongRoPE factor tensors do the rest (Phi-3)
 };
 
+/// How a mixture-of-experts router turns its logits into expert probabilities.
+enum class ExpertGating : uint8_t { Softmax, Sigmoid };
+
 struct HParams {
   std::string arch;        // general.architecture
   int64_t n_vocab = 0;     // tokenizer.ggml.tokens length (or <arch>.vocab_size)
@@ -58,6 +61,19 @@ struct HParams {
   float logit_scale = 1.0f;         // <arch>.logit_scale: multiplies the logits (configure may
                                     // invert it: granite divides by the key's value)
   bool parallel_residual = false;   // <arch>.use_parallel_residual
+  // Mixture of experts (variant.h: moe). Keys where the file has them; an architecture
+  // whose reference fixes the routing sets it in Arch::configure.
+  int64_t n_expert = 0;            // <arch>.expert_count
+  int64_t n_expert_used = 0;       // <arch>.expert_used_count
+  int64_t n_ff_exp = 0;            // <arch>.expert_feed_forward_length (default n_ff; Qwen2-MoE:
+                                   // n_ff / n_expert_used, its configure says)
+  int64_t n_expert_shared = 0;     // <arch>.expert_shared_count
+  int64_t n_ff_shexp = 0;          // <arch>.expert_shared_feed_forward_length (default
+                                   // n_expert_shared * n_ff_exp, or n_ff without that key)
+  int64_t n_layer_dense_lead = 0;  // <arch>.leading_dense_block_count
+  ExpertGating expert_gating = ExpertGating::Softmax;  // <arch>.expert_gating_func (1 softmax, 2 sigmoid)
+  bool expert_weights_norm = false;   // <arch>.expert_weights_norm: the chosen weights divided by their sum
+  float expert_weights_scale = 0.0f;  // <arch>.expert_weights_scale (0: not scaled)
   // Set by the architecture (Arch::configure), not read from keys of their own:
   PositionKind positions = PositionKind::Rope;
   RopeMode rope_mode = RopeMode::Normal;

@@ -165,8 +165,13 @@ struct Job {
 std::vector<TensorPlan> plan_for(const gguf::File& file, const QuantRecipe& recipe, bool pure) {
   std::vector<TensorDesc> descs;
   descs.reserve(file.tensors().size());
-  for (const gguf::TensorInfo& t : file.tensors())
-    descs.push_back({t.name, t.type, t.n_dims, t.ne[0]});
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    // Dims as the reference counts them (ggml_n_dims: trailing 1s dropped), so that a
+    // one-row matrix (Qwen2-MoE's ffn_gate_inp_shexp [n_embd, 1]) stays unquantized.
+    int n_dims = t.n_dims;
+    while (n_dims > 1 && t.ne[size_t(n_dims - 1)] == 1) --n_dims;
+    descs.push_back({t.name, t.type, n_dims, t.ne[0]});
+  }
   return plan_quantization(recipe, quant_model_facts(file), descs, pure);
 }
 

@@ -57,6 +57,12 @@ std::vector<Run> plan_runs(const ModelWeights& w, const std::vector<bool>& here,
     add_runs(runs, {l.ffn_gate, l.ffn_up});
     add_runs(runs, {l.ffn_gate_up});
     add_runs(runs, {l.ffn_down});
+    add_runs(runs, {l.ffn_gate_exps});  // experts: each a run (mul_mat_id reads them apart)
+    add_runs(runs, {l.ffn_up_exps});
+    add_runs(runs, {l.ffn_down_exps});
+    add_runs(runs, {l.ffn_gate_shexp});
+    add_runs(runs, {l.ffn_up_shexp});
+    add_runs(runs, {l.ffn_down_shexp});
   }
   if (output_here) add_runs(runs, {w.output});  // null when tied to token_embd, which stays in the file layout
   return runs;
@@ -96,7 +102,7 @@ Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file, 
     uint8_t* dst = base + at;
     for (Tensor* t : run) {
       const auto* src = static_cast<const uint8_t*>(t->data);
-      cpu::repack_rows(t->type, src, dst, t->ne[1], t->ne[0]);
+      cpu::repack_rows(t->type, src, dst, t->ne[1] * t->ne[2], t->ne[0]);  // experts: every plane's rows
       file.release_pages(size_t(src - file.file_data()), t->nbytes());
       t->type = cpu::repacked_type(t->type);
       t->data = dst;

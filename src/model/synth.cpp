@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "model/arch.h"
 #include "model/hparams.h"
+#include "model/variant_check.h"
 #include "quant/convert.h"
 
 namespace tessera {
@@ -74,6 +75,10 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   if (first->positions == PositionKind::Alibi && first->alibi_max_bias == 0) {
     w.set(a + "attention.max_alibi_bias", 8.0f);
   }
+  if (arch->variant.moe == Presence::Yes) {  // experts in every file: a small mixture
+    w.set(a + "expert_count", uint32_t(4));
+    w.set(a + "expert_used_count", uint32_t(2));
+  }
   if (p.vocab) {
     TESSERA_RETURN_IF_ERROR(p.vocab(w));
   } else {
@@ -85,10 +90,13 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   Rng rng(p.seed);
   std::vector<std::vector<uint8_t>> storage;  // tensor bytes, alive until write()
   int64_t layer = -1;
+  BlockVariant dense = arch->variant;
+  if (dense.moe == Presence::Either) dense.moe = Presence::No;
   for_each_weight(arch->weights, *h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
     // Optional tensors are left out, except an untied output, as most real files have it
     // (and the output projection then gets the repacked GEMM path, as in benchmarks).
-    if (!spec.required && spec.model_field != &ModelWeights::output) return;
+    // A feed-forward the file may have dense or as experts (llama / Mixtral) is dense.
+    if (!spec.required && spec.model_field != &ModelWeights::output && presence_of(dense, spec) != Presence::Yes) return;
     if (il != layer && p.progress && il > 0) p.progress(il, h->n_layer);
     layer = il;
     const Shape ne = spec.shape(*h);

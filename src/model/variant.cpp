@@ -22,7 +22,32 @@ constexpr Presence BlockVariant::*kChoices[] = {
     &BlockVariant::norm_bias, &BlockVariant::second_norm, &BlockVariant::qkv_bias,
     &BlockVariant::out_bias,  &BlockVariant::up_bias,     &BlockVariant::down_bias,
     &BlockVariant::rope_freqs, &BlockVariant::long_rope, &BlockVariant::output,
+    &BlockVariant::moe,
 };
+
+/// The keys a mixture-of-experts variant needs, or their absence without one.
+Status check_experts(const BlockVariant& v, const HParams& h, const std::string& arch) {
+  if (v.moe != Presence::Yes) {
+    if (h.n_layer_dense_lead > 0) {
+      return Status::error("model: key '" + arch + ".leading_dense_block_count' is set, but this " + arch +
+                           " file has no experts");
+    }
+    return Status::ok();
+  }
+  if (h.n_expert <= 0 || h.n_expert_used <= 0 || h.n_expert_used > h.n_expert) {
+    return Status::error("model: a mixture-of-experts " + arch + " file needs keys '" + arch + ".expert_count' and '" +
+                         arch + ".expert_used_count' with 1 <= used <= count (found " + std::to_string(h.n_expert) +
+                         " and " + std::to_string(h.n_expert_used) + ")");
+  }
+  if (h.n_layer_dense_lead > 0 && !v.leading_dense) {
+    return Status::error("model: key '" + arch + ".leading_dense_block_count' is set, but " + arch +
+                         " has no leading dense layers");
+  }
+  if (h.n_layer_dense_lead > h.n_layer) {
+    return Status::error("model: key '" + arch + ".leading_dense_block_count' exceeds block_count");
+  }
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -39,7 +64,9 @@ Result<BlockVariant> decide_variant(const Arch& arch, const HParams& h,
     for (const WeightSpec& spec : arch.weights) {
       // The tensors this choice adds (layer 0 stands for every layer: the loader then
       // requires the same in all of them).
-      if (presence_of(with, spec) != presence_of(without, spec)) found = found || has_tensor(weight_name(spec, 0));
+      // (moe swaps the dense FFN for the experts: only what `with` adds decides.)
+      const bool adds = presence_of(with, spec) == Presence::Yes && presence_of(without, spec) == Presence::No;
+      if (adds) found = found || has_tensor(weight_name(spec, v.leading_dense ? h.n_layer - 1 : 0));
     }
     v.*choice = found ? Presence::Yes : Presence::No;
   }
@@ -56,10 +83,22 @@ Result<BlockVariant> decide_variant(const Arch& arch, const HParams& h,
                          ", which its block variant does not allow");
   }
   v.positions = bit;
+  TESSERA_RETURN_IF_ERROR(check_experts(v, h, arch_name));
   if (v.rope() && h.rope_mode != v.rope_mode) {
     return Status::error("model: " + arch_name + " RoPE mode differs from its block variant's");
   }
   return v;
+}
+
+BlockVariant layer_variant(const BlockVariant& v, const HParams& h, int64_t il) {
+  if (!v.leading_dense) return v;
+  BlockVariant l = v;
+  l.leading_dense = false;
+  if (il < h.n_layer_dense_lead) {
+    l.moe = Presence::No;
+    l.shared_experts = SharedExperts::None;
+  }
+  return l;
 }
 
 bool is_decided(const BlockVariant& v) {

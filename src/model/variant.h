@@ -42,6 +42,14 @@ enum class FfnKind : uint8_t {
   GatedFused,  // as Gated, the gate's rows then the up's in one ffn_up matrix (Phi-3)
 };
 
+/// Shared experts of a mixture-of-experts feed-forward, run for every token beside the
+/// routed ones (ffn_{gate,up,down}_shexp, SwiGLU).
+enum class SharedExperts : uint8_t {
+  None,
+  Gated,    // scaled by sigmoid(ffn_gate_inp_shexp x), one scalar per token (Qwen2-MoE)
+  Ungated,  // added as they are (DeepSeek)
+};
+
 /// How attention and feed-forward join the residual stream.
 enum class Residual : uint8_t {
   Sequential,  // x += attn(norm1 x); x += ffn(norm2 x)
@@ -103,6 +111,17 @@ struct BlockVariant {
   Presence long_rope = Presence::No;
   /// output.weight; No: the output is tied to token_embd.
   Presence output = Presence::Yes;
+  /// A mixture-of-experts feed-forward in place of the dense one: the F32 router
+  /// ffn_gate_inp and the experts ffn_{gate,up,down}_exps (SwiGLU), routed as the
+  /// hyper-parameters say (HParams: expert counts, gating, weight norm and scale).
+  /// Either: the file decides (Mixtral files are llama's).
+  Presence moe = Presence::No;
+  /// The shared experts beside the routed ones.
+  SharedExperts shared_experts = SharedExperts::None;
+  /// The first <arch>.leading_dense_block_count layers keep the dense feed-forward
+  /// (DeepSeek); both kinds of FFN tensors are then declared (variant_check.h:
+  /// layer_variant says which a layer has).
+  bool leading_dense = false;
 
   bool has(Presence BlockVariant::*part) const { return this->*part == Presence::Yes; }
   bool parallel() const { return residual == Residual::Parallel; }

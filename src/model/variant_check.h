@@ -33,10 +33,46 @@ using MW = ModelWeights;
 
 /// Whether variant v uses the layer field f. Fields set at load (fused projections of
 /// separate parts) and unknown fields: No.
+/// Whether variant v has the dense feed-forward: always without experts, with them only
+/// in the leading dense layers, or as the file chose between the two.
+constexpr Presence dense_ffn(const BlockVariant& v) {
+  if (v.moe == Presence::Yes) return when(v.leading_dense);
+  return v.moe == Presence::Either ? Presence::Either : Presence::Yes;
+}
+
+/// Whether variant v uses a mixture-of-experts field (No for other fields).
+constexpr Presence moe_presence(const BlockVariant& v, Tensor* LW::*f) {
+  if (f == &LW::ffn_gate_inp || f == &LW::ffn_gate_exps || f == &LW::ffn_up_exps || f == &LW::ffn_down_exps) {
+    return v.moe;
+  }
+  if (f == &LW::ffn_gate_shexp || f == &LW::ffn_up_shexp || f == &LW::ffn_down_shexp) {
+    return both(v.moe, when(v.shared_experts != SharedExperts::None));
+  }
+  if (f == &LW::ffn_gate_inp_shexp) return both(v.moe, when(v.shared_experts == SharedExperts::Gated));
+  return Presence::No;
+}
+
+/// Whether variant v uses the dense feed-forward field f, ignoring experts (No for other
+/// fields).
+constexpr Presence ffn_presence(const BlockVariant& v, Tensor* LW::*f) {
+  const bool gated = v.ffn != FfnKind::Plain;
+  if (f == &LW::ffn_down) return Presence::Yes;
+  if (f == &LW::ffn_gate) return when(v.ffn == FfnKind::Gated);
+  if (f == &LW::ffn_up) return when(v.ffn != FfnKind::GatedFused);
+  if (f == &LW::ffn_gate_up) return when(v.ffn == FfnKind::GatedFused);
+  if (f == &LW::ffn_up_b) return gated ? Presence::No : v.up_bias;
+  if (f == &LW::ffn_down_b) return v.down_bias;
+  return Presence::No;
+}
+
 constexpr Presence layer_presence(const BlockVariant& v, Tensor* LW::*f) {
   const bool separate = v.qkv == QkvLayout::Separate;
-  const bool gated = v.ffn != FfnKind::Plain;
-  if (f == &LW::wo || f == &LW::ffn_down) return Presence::Yes;
+  if (f == &LW::ffn_down || f == &LW::ffn_gate || f == &LW::ffn_up || f == &LW::ffn_gate_up ||
+      f == &LW::ffn_up_b || f == &LW::ffn_down_b) {
+    return both(ffn_presence(v, f), dense_ffn(v));
+  }
+  if (const Presence m = moe_presence(v, f); m != Presence::No) return m;
+  if (f == &LW::wo) return Presence::Yes;
   if (f == &LW::attn_norm) return when(v.pre_norm);
   if (f == &LW::attn_norm_b) return both(when(v.pre_norm), v.norm_bias);
   if (f == &LW::post_attn_norm || f == &LW::post_ffn_norm) return when(v.post_norms);
@@ -51,11 +87,6 @@ constexpr Presence layer_presence(const BlockVariant& v, Tensor* LW::*f) {
   if (f == &LW::bo) return v.out_bias;
   if (f == &LW::ffn_norm) return when(v.ffn_norm && v.pre_norm);
   if (f == &LW::ffn_norm_b) return both(when(v.ffn_norm && v.pre_norm), v.norm_bias);
-  if (f == &LW::ffn_gate) return when(v.ffn == FfnKind::Gated);
-  if (f == &LW::ffn_up) return when(v.ffn != FfnKind::GatedFused);
-  if (f == &LW::ffn_gate_up) return when(v.ffn == FfnKind::GatedFused);
-  if (f == &LW::ffn_up_b) return gated ? Presence::No : v.up_bias;
-  if (f == &LW::ffn_down_b) return v.down_bias;
   return Presence::No;
 }
 
@@ -96,7 +127,11 @@ inline constexpr NamedLayerField kLayerFields[] = {
     {&LW::ffn_gate, "ffn_gate.weight"},       {&LW::ffn_up, "ffn_up.weight"},
     {&LW::ffn_gate_up, "ffn_up.weight (gate and up)"},
     {&LW::ffn_up_b, "ffn_up.bias"},           {&LW::ffn_down, "ffn_down.weight"},
-    {&LW::ffn_down_b, "ffn_down.bias"},
+    {&LW::ffn_down_b, "ffn_down.bias"},           {&LW::ffn_gate_inp, "ffn_gate_inp.weight"},
+    {&LW::ffn_gate_exps, "ffn_gate_exps.weight"}, {&LW::ffn_up_exps, "ffn_up_exps.weight"},
+    {&LW::ffn_down_exps, "ffn_down_exps.weight"}, {&LW::ffn_gate_inp_shexp, "ffn_gate_inp_shexp.weight"},
+    {&LW::ffn_gate_shexp, "ffn_gate_shexp.weight"}, {&LW::ffn_up_shexp, "ffn_up_shexp.weight"},
+    {&LW::ffn_down_shexp, "ffn_down_shexp.weight"},
 };
 inline constexpr NamedModelField kModelFields[] = {
     {&MW::token_embd, "token_embd.weight"},        {&MW::token_embd_norm, "token_embd_norm.weight"},
@@ -146,6 +181,15 @@ constexpr const char* variant_error(const BlockVariant& v) {
   if (v.rope_freqs != Presence::No && !(v.positions & kRopePositions)) {
     return "rope_freqs needs RoPE positions";
   }
+  if (v.moe == Presence::No && (v.shared_experts != SharedExperts::None || v.leading_dense)) {
+    return "shared experts and leading dense layers belong to a mixture-of-experts feed-forward";
+  }
+  if (v.moe != Presence::No && (v.ffn != FfnKind::Gated || v.act != Activation::Silu)) {
+    return "the experts are SwiGLU: a dense alternative must be gated SiLU too";
+  }
+  if (v.leading_dense && v.moe != Presence::Yes) {
+    return "leading dense layers need experts in every file";
+  }
   return nullptr;
 }
 
@@ -180,5 +224,10 @@ Result<BlockVariant> decide_variant(const Arch& arch, const HParams& h,
 
 /// Whether v is decided: no Either, one position kind, no residual left to a key.
 bool is_decided(const BlockVariant& v);
+
+/// The variant of layer il of a model with decided variant v: v, except that a
+/// mixture-of-experts model with leading dense layers has the dense feed-forward (and no
+/// experts) in layers il < h.n_layer_dense_lead and the experts (and no dense one) after.
+BlockVariant layer_variant(const BlockVariant& v, const HParams& h, int64_t il);
 
 }  // namespace tessera

@@ -29,5 +29,14 @@ inline Shape attn_out(const HParams& h) { return {h.n_embd_q(), h.n_embd, 1, 1};
 /// [n_embd, n_ff] and [n_ff, n_embd]: ffn_gate / ffn_up, and ffn_down.
 inline Shape up(const HParams& h) { return {h.n_embd, h.n_ff, 1, 1}; }
 inline Shape down(const HParams& h) { return {h.n_ff, h.n_embd, 1, 1}; }
+/// Mixture of experts: the router [n_embd, n_expert]; the experts' gate / up
+/// [n_embd, n_ff_exp, n_expert] and down [n_ff_exp, n_embd, n_expert]; the shared
+/// experts' gate / up [n_embd, n_ff_shexp] and down, and their gate [n_embd, 1].
+inline Shape router(const HParams& h) { return {h.n_embd, h.n_expert, 1, 1}; }
+inline Shape up_exps(const HParams& h) { return {h.n_embd, h.n_ff_exp, h.n_expert, 1}; }
+inline Shape down_exps(const HParams& h) { return {h.n_ff_exp, h.n_embd, h.n_expert, 1}; }
+inline Shape up_shexp(const HParams& h) { return {h.n_embd, h.n_ff_shexp, 1, 1}; }
+inline Shape down_shexp(const HParams& h) { return {h.n_ff_shexp, h.n_embd, 1, 1}; }
+inline Shape shexp_gate(const HParams& h) { return {h.n_embd, 1, 1, 1}; }
 
 }  // namespace tessera::shapes

@@ -21,7 +21,7 @@ int shape_dims(const Shape& ne) {
   return n;
 }
 
-Status check_tensor(const gguf::TensorInfo& info, const Shape& expected) {
+Status check_tensor(const gguf::TensorInfo& info, const Shape& expected, bool matrix) {
   if (info.ne != expected) {
     return Status::error("model: tensor '" + info.name + "' has shape " +
                          shape_string(info.ne, info.n_dims) + ", expected " +
@@ -33,7 +33,7 @@ Status check_tensor(const gguf::TensorInfo& info, const Shape& expected) {
                          ", which this build of tessera cannot compute with yet");
   }
   // Norms, biases and rope factors enter elementwise ops, which take f32 only.
-  if (shape_dims(expected) == 1 && info.type != DType::F32) {
+  if (shape_dims(expected) == 1 && !matrix && info.type != DType::F32) {
     return Status::error("model: tensor '" + info.name + "' has type " + std::string(t.name) +
                          ", but a 1-D weight (a norm, a bias) must be f32");
   }
@@ -53,7 +53,10 @@ void for_each_tensor(const LayerWeights& l, const std::function<void(Tensor*)>& 
       &LayerWeights::ffn_norm_b,  &LayerWeights::ffn_gate,      &LayerWeights::ffn_up,
       &LayerWeights::ffn_up_b,    &LayerWeights::ffn_down,      &LayerWeights::ffn_down_b,
       &LayerWeights::wqkv,        &LayerWeights::ffn_gate_up,   &LayerWeights::post_attn_norm,
-      &LayerWeights::post_ffn_norm,
+      &LayerWeights::post_ffn_norm, &LayerWeights::ffn_gate_inp,
+      &LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps, &LayerWeights::ffn_down_exps,
+      &LayerWeights::ffn_gate_inp_shexp, &LayerWeights::ffn_gate_shexp, &LayerWeights::ffn_up_shexp,
+      &LayerWeights::ffn_down_shexp,
   };
   for (Tensor* LayerWeights::*f : kFields) {
     if (l.*f) fn(l.*f);
@@ -96,10 +99,11 @@ Result<ModelWeights> load_weights(const gguf::File& file, const Arch& arch, cons
   for_each_weight(arch.weights, h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
     if (!status.is_ok()) return;
     const gguf::TensorInfo* info = file.find_tensor(name);
-    if (presence_of(w.variant, spec) != Presence::Yes) {
+    if (presence_of(il < 0 ? w.variant : layer_variant(w.variant, h, il), spec) != Presence::Yes) {
       if (info != nullptr) {
         status = Status::error("model: tensor '" + name + "' is not used by the " + h.arch +
-                               " variant this file chose (decided from its global and layer-0 tensors)");
+                               " variant this file chose (decided from its global and layer-0 tensors" +
+                               (w.variant.leading_dense ? " and leading_dense_block_count)" : ")"));
       }
       return;
     }
@@ -107,7 +111,7 @@ Result<ModelWeights> load_weights(const gguf::File& file, const Arch& arch, cons
       status = Status::error("model: required tensor '" + name + "' is missing");
       return;
     }
-    status = check_tensor(*info, spec.shape(h));
+    status = check_tensor(*info, spec.shape(h), spec.matrix);
     if (!status.is_ok()) return;
     Tensor* t = arena.new_tensor(info->type, info->ne, name);
     t->data = const_cast<uint8_t*>(info->data);  // weights are only ever read

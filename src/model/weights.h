@@ -65,6 +65,16 @@ struct LayerWeights {
   Tensor* ffn_up_b = nullptr;       // [n_ff]
   Tensor* ffn_down = nullptr;       // [n_ff, n_embd]
   Tensor* ffn_down_b = nullptr;     // [n_embd]
+  // Mixture of experts (variant.h: moe): the router, the experts stacked along dim 2, and
+  // the shared experts.
+  Tensor* ffn_gate_inp = nullptr;        // [n_embd, n_expert], F32
+  Tensor* ffn_gate_exps = nullptr;       // [n_embd, n_ff_exp, n_expert]
+  Tensor* ffn_up_exps = nullptr;         // [n_embd, n_ff_exp, n_expert]
+  Tensor* ffn_down_exps = nullptr;       // [n_ff_exp, n_embd, n_expert]
+  Tensor* ffn_gate_inp_shexp = nullptr;  // [n_embd, 1]: the shared experts' gate
+  Tensor* ffn_gate_shexp = nullptr;      // [n_embd, n_ff_shexp]
+  Tensor* ffn_up_shexp = nullptr;        // [n_embd, n_ff_shexp]
+  Tensor* ffn_down_shexp = nullptr;      // [n_ff_shexp, n_embd]
   // Fused projections: either in the file (attn_qkv.weight; Phi-3's ffn_up.weight with the
   // gate's rows first), or set at load (fuse_weights.h) when the parts lie back to back as
   // one repacked matrix, sharing the parts' memory; else null.
@@ -105,6 +115,9 @@ struct WeightSpec {
   Tensor* LayerWeights::*layer_field = nullptr;
   ShapeFn shape;
   bool required = true;
+  /// A product's weight that may have one row (so one dim): any matrix type, where other
+  /// one-dim weights (norms, biases) must be F32.
+  bool matrix = false;
 };
 
 /// Helpers that read like a table: global("output.weight", &ModelWeights::output, ...).
@@ -113,8 +126,8 @@ constexpr WeightSpec global(const char* name, Tensor* ModelWeights::*field, Shap
   return WeightSpec{name, field, nullptr, shape, required};
 }
 constexpr WeightSpec per_layer(const char* name, Tensor* LayerWeights::*field, ShapeFn shape,
-                               bool required = true) {
-  return WeightSpec{name, nullptr, field, shape, required};
+                               bool required = true, bool matrix = false) {
+  return WeightSpec{name, nullptr, field, shape, required, matrix};
 }
 
 /// The GGUF name of a spec for layer `il` ("blk.{}.attn_q.weight" -> "blk.3.attn_q.weight").

@@ -11,8 +11,10 @@
 #include "backend/cpu/ops/cross_entropy.h"
 #include "backend/cpu/ops/elementwise.h"
 #include "backend/cpu/ops/mul_mat.h"
+#include "backend/cpu/ops/mul_mat_id.h"
 #include "backend/cpu/ops/norm.h"
 #include "backend/cpu/ops/rope.h"
+#include "backend/cpu/ops/routing.h"
 #include "backend/cpu/ops/softmax.h"
 
 namespace tessera::cpu {
@@ -42,6 +44,12 @@ constexpr Table make_table() {
   set(Op::Cont, {cont_supports, copy_compute, copy_work_size, nullptr});
   set(Op::Concat, {concat_supports, concat_compute, nullptr, nullptr});
   set(Op::Attention, {attention_supports, attention_compute, attention_work_size, attention_prepare});
+  set(Op::Sigmoid, {unary_supports, sigmoid_compute, nullptr, nullptr});
+  set(Op::Div, {div_supports, div_compute, div_work_size, nullptr});
+  set(Op::SumRows, {sum_rows_supports, sum_rows_compute, nullptr, nullptr});
+  set(Op::TopK, {top_k_supports, top_k_compute, top_k_work_size, nullptr});
+  set(Op::TakeAlong, {take_along_supports, take_along_compute, nullptr, nullptr});
+  set(Op::MulMatId, {mul_mat_id_supports, mul_mat_id_compute, mul_mat_id_work_size, mul_mat_id_prepare});
   set(Op::AttentionBack, {attention_back_supports, attention_back_compute, attention_back_work_size,
                           attention_back_prepare});
   set(Op::CrossEntropy, {cross_entropy_supports, cross_entropy_compute, cross_entropy_work_size,

@@ -159,7 +159,7 @@ int32_t x16_zero_point(DType x16) {
 }
 
 bool can_repack(const Tensor* t) {
-  return repacked_type(t->type) != t->type && t->ne[2] == 1 && t->ne[3] == 1 &&
+  return repacked_type(t->type) != t->type && t->ne[3] == 1 &&
          t->ne[1] % kGroupRows == 0 && t->is_contiguous();
 }
 

@@ -69,8 +69,9 @@ void quantize_row_q8kx(void (*q8_K)(const float*, void*, int64_t), const float* 
 DType repacked_type(DType t);
 /// The unsigned weights' zero point of a quantized _X16 type (Q4_0: 8, Q8_0: 128).
 int32_t x16_zero_point(DType x16);
-/// Whether `t` (a weight tensor) can be repacked: a type with an _X16 form, two dims, rows
-/// a multiple of 16, dense.
+/// Whether `t` (a weight tensor) can be repacked: a type with an _X16 form, a matrix or a
+/// stack of them (the experts of a mixture-of-experts layer, dim 2), rows a multiple of 16
+/// (so no group spans two matrices), dense.
 bool can_repack(const Tensor* t);
 /// Writes the _X16 layout of n_rows (a multiple of 16) rows of row_len elements of type
 /// `type` from src to dst (the same number of bytes; the two must not overlap).

@@ -14,6 +14,7 @@ extern const Arch kGptneoxArch;
 extern const Arch kMptArch;
 extern const Arch kBloomArch;
 extern const Arch kQwen2Arch;
+extern const Arch kQwen2moeArch;
 extern const Arch kPhi3Arch;
 extern const Arch kGemmaArch;
 extern const Arch kGemma2Arch;
@@ -33,6 +34,7 @@ const Arch* const kArchs[] = {
     &kMptArch,
     &kBloomArch,
     &kQwen2Arch,
+    &kQwen2moeArch,
     &kPhi3Arch,
     &kGemmaArch,
     &kGemma2Arch,
