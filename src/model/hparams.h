@@ -37,6 +37,11 @@ struct HParams {
   float clamp_kqv = 0.0f;           // <arch>.attention.clamp_kqv (0: none)
   int64_t n_swa = 0;                // <arch>.attention.sliding_window (0: none)
   bool parallel_residual = false;   // <arch>.use_parallel_residual
+  bool causal = true;               // <arch>.attention.causal: false, every token of a
+                                    // sequence attends to all its cells (encoders)
+  int64_t pooling_type = -1;        // <arch>.pooling_type: 0 none, 1 mean, 2 cls, 3 last,
+                                    // 4 rank; -1 absent
+  int64_t n_token_types = 0;        // tokenizer.ggml.token_type_count (BERT's token_types rows)
   // Set by the architecture (Arch::configure), not read from keys of their own:
   PositionKind positions = PositionKind::Rope;
   RopeMode rope_mode = RopeMode::Normal;

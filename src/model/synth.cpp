@@ -60,6 +60,13 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   // Both: the architecture's norm reads the one it needs.
   w.set(a + "attention.layer_norm_epsilon", 1e-5f);
   w.set(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  // What the variant reads from keys of its own: token type rows, and an encoder's
+  // non-causal attention and pooling (mean, as the encoders' goldens use).
+  if (arch->variant.token_types) w.set("tokenizer.ggml.token_type_count", uint32_t(2));
+  if (!arch->variant.logits) {
+    w.set(a + "attention.causal", false);
+    w.set(a + "pooling_type", uint32_t(1));
+  }
 
   // What the architecture leaves to keys, from how it encodes positions: RoPE's dims and
   // base where it rotates; ALiBi's bias where it reads it from a key rather than fixing it.

@@ -53,6 +53,8 @@ void for_each_tensor(const LayerWeights& l, const std::function<void(Tensor*)>& 
       &LayerWeights::ffn_norm_b,  &LayerWeights::ffn_gate,      &LayerWeights::ffn_up,
       &LayerWeights::ffn_up_b,    &LayerWeights::ffn_down,      &LayerWeights::ffn_down_b,
       &LayerWeights::wqkv,        &LayerWeights::ffn_gate_up,
+      &LayerWeights::attn_out_norm, &LayerWeights::attn_out_norm_b, &LayerWeights::layer_out_norm,
+      &LayerWeights::layer_out_norm_b,
   };
   for (Tensor* LayerWeights::*f : kFields) {
     if (l.*f) fn(l.*f);

@@ -16,6 +16,8 @@ extern const Arch kBloomArch;
 extern const Arch kQwen2Arch;
 extern const Arch kPhi3Arch;
 extern const Arch kGemmaArch;
+extern const Arch kBertArch;
+extern const Arch kNomicBertArch;
 
 namespace {
 const Arch* const kArchs[] = {
@@ -32,6 +34,8 @@ const Arch* const kArchs[] = {
     &kQwen2Arch,
     &kPhi3Arch,
     &kGemmaArch,
+    &kBertArch,
+    &kNomicBertArch,
 };
 }  // namespace
 
