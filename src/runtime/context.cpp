@@ -137,6 +137,9 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
                          "): it computes embeddings, not logits (ContextParams::embeddings; tessera embed; "
                          "the server's /v1/embeddings)");
   }
+  // The reference keeps no cache for an encoder: its attention reads the batch's own
+  // keys and values, unrounded. An F32 cache holds them as they are.
+  if (model.info().encoder) p.kv_type = DType::F32;
   if (p.n_seq_regions == 0) p.n_seq_regions = p.n_seq_max;
   if (p.n_seq_regions < 1 || p.n_seq_regions > p.n_seq_max) {
     return Status::error("context: n_seq_regions " + std::to_string(p.n_seq_regions) +
