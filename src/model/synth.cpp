@@ -100,7 +100,8 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
     layer = il;
     const Shape ne = spec.shape(*h);
     const int n_dims = shape_dims(ne);
-    const DType t = n_dims == 1 ? DType::F32 : p.type;  // norms and biases stay F32
+    // Norms and biases stay F32, and BERT's token_types (added to F32 activations).
+    const DType t = n_dims == 1 || spec.model_field == &ModelWeights::token_types ? DType::F32 : p.type;
     // 1-D weights are norms (a multiplier of 1); biases and matrices are small.
     const bool is_norm = n_dims == 1 && name.ends_with(".weight");
     const float mean = is_norm ? 1.0f : 0.0f;

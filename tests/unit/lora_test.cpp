@@ -308,7 +308,13 @@ TEST_P(EveryArch, AdaptersApplyAsMerged) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, EveryArch, ::testing::ValuesIn(architecture_names()),
-                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string name = p.param;
+                           for (char& ch : name) {
+                             if (ch == '-') ch = '_';  // gtest names: letters, digits, underscores
+                           }
+                           return name;
+                         });
 
 TEST(LoraMerge, OneAdapterMatchesTheMergedModel) {
   const std::string& base = base_model(DType::F32);

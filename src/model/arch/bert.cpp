@@ -99,8 +99,15 @@ constexpr BlockVariant kNomicVariant{
 static_assert(variant_error(kNomicVariant) == nullptr);
 static_assert(weights_error(kNomicWeights, kNomicVariant) == nullptr);
 
-/// What both encoders refuse: a reranker's head, and a file without its token type count.
-Status check_encoder(const HParams& h) {
+/// What both encoders refuse: a reranker's head, a file without its token type count, and
+/// token_types that are not F32 (the row is added to F32 activations, as the reference
+/// adds it; its converter always writes them F32).
+Status check_encoder(const gguf::File& file, const HParams& h) {
+  const gguf::TensorInfo* types = file.find_tensor("token_types.weight");
+  if (types != nullptr && types->type != DType::F32) {
+    return Status::error("model: tensor 'token_types.weight' is " + std::string(dtype_name(types->type)) +
+                         ": " + h.arch + " needs it F32");
+  }
   if (h.pooling_type == 4) {
     return Status::error("model: " + h.arch +
                          ".pooling_type 4 (rank: a reranker's classifier head, cls.output) is not supported");
@@ -112,15 +119,15 @@ Status check_encoder(const HParams& h) {
   return Status::ok();
 }
 
-Status configure_bert(const gguf::File&, HParams& h) {
+Status configure_bert(const gguf::File& file, HParams& h) {
   h.positions = PositionKind::Learned;
-  return check_encoder(h);
+  return check_encoder(file, h);
 }
 
-Status configure_nomic(const gguf::File&, HParams& h) {
+Status configure_nomic(const gguf::File& file, HParams& h) {
   h.positions = PositionKind::Rope;
   h.rope_mode = RopeMode::NeoX;
-  return check_encoder(h);
+  return check_encoder(file, h);
 }
 
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
