@@ -36,7 +36,8 @@ struct ContextParams {
   bool all_logits = false;  // decode(tokens): keep the logits of every token, not only the last
   int n_seq_max = 1;        // sequence ids 0 .. n_seq_max-1 (at most 64); each has a home
                             // region (see n_seq_regions; a full one spills over)
-  bool embeddings = false;  // also keep the final hidden state (after the output norm) of output tokens
+  bool embeddings = false;  // also keep the final hidden state (after the output norm) of output tokens;
+                            // required for an encoder (ModelInfo::encoder: its last layer's output)
   int n_seq_regions = 0;    // sequences 0 .. n_seq_regions-1 have home regions (n_ctx / n_seq_regions
                             // cells each); higher ids take any free cell (a server's cached
                             // prefixes, which never receive new tokens). 0: n_seq_max
@@ -57,7 +58,8 @@ class Context {
   /// Evaluates `tokens` at the next positions of sequence 0 (n_past(), n_past()+1, ...),
   /// in forward passes of n_batch. Errors: an id outside the vocabulary, or a full context.
   Status decode(std::span<const TokenId> tokens);
-  /// Evaluates a batch (split into forward passes of n_batch). Errors, before anything is
+  /// Evaluates a batch (split into forward passes of n_batch; an encoder's must fit one
+  /// pass, as its attention is not causal). Errors, before anything is
   /// evaluated: an empty batch, a token id outside the vocabulary, a negative position,
   /// a sequence id outside [0, n_seq_max), a position not after the last one of its
   /// sequence (in the cache or earlier in the batch), or too few free cells.
@@ -131,7 +133,8 @@ class Context {
 
   /// Writes the context's state to `path`: the cache cells (positions, sequences,
   /// tokens, keys and values), the outputs of the last decode, and `user_data` (an
-  /// opaque blob, e.g. a sampler's RNG state). Pending shifts are applied first.
+  /// opaque blob, e.g. a sampler's RNG state). Pending shifts are applied first. Refused
+  /// for an encoder, which has no logits (ModelInfo::encoder; save_seq_state works).
   Status save_state(const std::string& path, std::span<const uint8_t> user_data = {});
   /// Replaces this context's state by the one saved in `path` and returns its user data.
   /// The file must come from a model of the same shape, with the same cache type, and

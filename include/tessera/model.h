@@ -38,6 +38,11 @@ struct ModelInfo {
   /// of which one row (all of it when the output projection is tied to it), and the
   /// tensors of the adapters applied.
   uint64_t decode_bytes = 0;
+  /// An encoder (the BERT family): no logits; its contexts compute embeddings only
+  /// (ContextParams::embeddings), every token of a sequence seeing all of it.
+  bool encoder = false;
+  /// <arch>.pooling_type by name ("none", "mean", "cls", "last", "rank"); "" when absent.
+  std::string pooling;
   std::vector<std::string> adapters;  // the adapter files applied, in order
   std::vector<float> adapter_scales;  // their user scales at load (AdapterSpec::scale), in order
 };

@@ -200,7 +200,8 @@ struct EngineParams {
                                // counts once); more are refused (QueueFull)
   bool prefix_cache = true;
   int n_threads = 2;
-  bool embeddings = false;     // accept embedding requests
+  bool embeddings = false;     // accept embedding requests (always, for an encoder model,
+                               // which accepts nothing else)
 };
 
 /// Why submit() refused a request.

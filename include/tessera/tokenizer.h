@@ -2,8 +2,9 @@
 //
 // A Tokenizer is a vocabulary (tokenizer.ggml.* keys of a GGUF file) plus the algorithm
 // its `tokenizer.ggml.model` names. Supported: "llama" (SentencePiece-style merges by
-// score, with byte fallback) and "gpt2" (byte-level BPE: merges by rank after the
-// pre-tokenizer regexes that `tokenizer.ggml.pre` names, run with PCRE2).
+// score, with byte fallback), "gpt2" (byte-level BPE: merges by rank after the
+// pre-tokenizer regexes that `tokenizer.ggml.pre` names, run with PCRE2) and "bert"
+// (WordPiece: greedy longest match per word, src/tokenizer/wpm.h).
 #pragma once
 
 #include <cstdint>
@@ -59,7 +60,8 @@ class Tokenizer {
   /// `add_special`: add the special tokens the vocabulary asks for, as llama.cpp does:
   /// BOS first when tokenizer.ggml.add_bos_token (default true for "llama"; for "gpt2"
   /// false, except for pre-tokenizers such as llama3 that imply it), EOS last when
-  /// tokenizer.ggml.add_eos_token (default false).
+  /// tokenizer.ggml.add_eos_token (default false); "bert": always [CLS] (the BOS id)
+  /// first and [SEP] (tokenizer.ggml.seperator_token_id) last.
   /// `parse_special`: texts of control and unknown tokens (e.g. "<s>") in `text` become
   /// their ids. User-defined tokens are always matched, as in llama.cpp. The text runs
   /// between them are tokenized separately, and (as in llama.cpp since 2024) every run that

@@ -116,6 +116,10 @@ Tensor* concat_all(Graph& g, std::vector<Tensor*> parts, int dim) {
 Tensor* input_embeddings(Graph& g, const ModelWeights& w, const BatchInputs& in) {
   TESSERA_CHECK_MSG(is_decided(w.variant), "a model's block variant is decided when its weights are made");
   Tensor* x = ops::get_rows(g, w.token_embd, in.tokens);  // [n_embd, n_tokens]
+  if (w.variant.token_types) {  // every token is of type 0: row 0, added to each
+    Tensor* types = loaded(w.token_types);
+    x = ops::add(g, x, ops::view(g, types, {types->ne[0], 1, 1, 1}, types->nb, 0));
+  }
   if (w.variant.learned_positions()) x = ops::add(g, x, ops::get_rows(g, loaded(w.position_embd), in.positions));
   return x;
 }
@@ -287,6 +291,26 @@ Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const B
   x = ops::add(g, x, attn);
   cur = v.pre_norm ? norm_block(g, h, v, x, l.ffn_norm, l.ffn_norm_b) : x;
   return ops::add(g, x, into_residual(g, h, v, feed_forward(g, h, v, l, cur), l.post_ffn_norm));
+}
+
+Tensor* post_norm_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
+                        int64_t il, Tensor* x) {
+  const BlockVariant& v = w.variant;
+  TESSERA_CHECK_MSG(v.post_norm, "post_norm_layer builds the layers of a post-norm variant");
+  const LayerWeights& l = w.layers[size_t(il)];
+  const bool rope = v.rope();
+  const QkvProjections p = qkv_projections(g, h, v, l, x);
+  Tensor* cur = attention_block(g, h, in, in.kv[size_t(il)], rope ? rope_block(g, h, w, in, p.q) : p.q,
+                                rope ? rope_block(g, h, w, in, p.k) : p.k, p.v);
+  x = norm_block(g, h, v, ops::add(g, attn_output(g, v, l, cur), x), l.attn_out_norm, l.attn_out_norm_b);
+  return norm_block(g, h, v, ops::add(g, ffn_block(g, x, v, l), x), l.layer_out_norm, l.layer_out_norm_b);
+}
+
+Tensor* encoder_stack(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in, Tensor* x) {
+  TESSERA_CHECK_MSG(!w.variant.logits, "encoder_stack builds a variant without logits");
+  if (w.variant.embd_norm) x = norm_block(g, h, w.variant, x, w.token_embd_norm, w.token_embd_norm_b);
+  for (int64_t il = 0; il < h.n_layer; ++il) x = post_norm_layer(g, h, w, in, il, x);
+  return ops::get_rows(g, x, in.out_ids);  // the final hidden states of the output tokens
 }
 
 Tensor* output_logits(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,

@@ -65,8 +65,9 @@ Tensor* rms_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 /// LayerNorm(x) * w (+ b when given).
 Tensor* layer_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 
-/// The token embeddings of the batch [n_embd, n_tokens], plus the learned position
-/// embeddings at the tokens' positions when the variant's positions are learned. Every
+/// The token embeddings of the batch [n_embd, n_tokens], plus row 0 of token_types when
+/// the variant has them, plus the learned position embeddings at the tokens' positions
+/// when the variant's positions are learned. Every
 /// build starts here: it CHECKs that w.variant is decided.
 Tensor* input_embeddings(Graph& g, const ModelWeights& w, const BatchInputs& in);
 
@@ -152,6 +153,17 @@ Tensor* norm_block(Graph& g, const HParams& h, const BlockVariant& v, Tensor* x,
 /// h.residual_scale. All as w.variant says.
 Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
                       int64_t il, Tensor* x);
+
+/// Post-norm layer `il` (v.post_norm; BERT): x = norm(attn(x) + x) (attn_output_norm), then
+/// norm(ffn(x) + x) (layer_output_norm); q and k rotated when the positions are RoPE.
+Tensor* post_norm_layer(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in,
+                        int64_t il, Tensor* x);
+
+/// An encoder's whole build after its input embeddings x (a variant without logits): the
+/// embedding norm when the variant has one, every layer as post_norm_layer, then the final
+/// hidden states [n_embd, n_outputs] of the output tokens (no final norm). The runtime
+/// reads them as the embeddings; there are no logits.
+Tensor* encoder_stack(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in, Tensor* x);
 
 /// The end of a build: the rows of the output tokens, the output norm (output_norm,
 /// output_norm_b), and their logits (logits_block), scaled by h.logit_scale and

@@ -214,6 +214,21 @@ Result<HParams> read_hparams(const gguf::File& f) {
     h.parallel_residual = *b;
   }
   TESSERA_RETURN_IF_ERROR(read_experts(f, p, h));
+  if (const gguf::Value* v = f.find(p + "attention.causal")) {
+    const std::optional<bool> b = v->as_bool();
+    if (!b) return Status::error("model: key '" + p + "attention.causal' is not a bool");
+    h.causal = *b;
+  }
+  if (f.find(p + "pooling_type") != nullptr) {
+    Result<int64_t> v = f.get_int(p + "pooling_type");
+    if (!v) return v.status();
+    if (*v < 0 || *v > 4) {
+      return Status::error("model: key '" + p + "pooling_type' = " + std::to_string(*v) +
+                           " is not a pooling (0 none, 1 mean, 2 cls, 3 last, 4 rank)");
+    }
+    h.pooling_type = *v;
+  }
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, "tokenizer.ggml.token_type_count", &h.n_token_types));
   TESSERA_RETURN_IF_ERROR(check_shape(h));
   return h;
 }

@@ -74,6 +74,11 @@ struct HParams {
   ExpertGating expert_gating = ExpertGating::Softmax;  // <arch>.expert_gating_func (1 softmax, 2 sigmoid)
   bool expert_weights_norm = false;   // <arch>.expert_weights_norm: the chosen weights divided by their sum
   float expert_weights_scale = 0.0f;  // <arch>.expert_weights_scale (0: not scaled)
+  bool causal = true;               // <arch>.attention.causal: false, every token of a
+                                    // sequence attends to all its cells (encoders)
+  int64_t pooling_type = -1;        // <arch>.pooling_type: 0 none, 1 mean, 2 cls, 3 last,
+                                    // 4 rank; -1 absent
+  int64_t n_token_types = 0;        // tokenizer.ggml.token_type_count (BERT's token_types rows)
   // Set by the architecture (Arch::configure), not read from keys of their own:
   PositionKind positions = PositionKind::Rope;
   RopeMode rope_mode = RopeMode::Normal;

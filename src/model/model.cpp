@@ -191,7 +191,10 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
     info.weight_bytes += t.nbytes;
   }
   const Tensor* embd = impl->weights.token_embd;
-  const bool tied = impl->weights.variant.output == Presence::No;
+  const bool tied = impl->weights.variant.output == Presence::No && impl->weights.variant.logits;
+  info.encoder = !impl->weights.variant.logits;
+  static constexpr const char* kPoolings[] = {"none", "mean", "cls", "last", "rank"};
+  if (hp->pooling_type >= 0) info.pooling = kPoolings[hp->pooling_type];
   for (const AdapterSpec& a : params.adapters) {
     info.adapters.push_back(a.path);
     info.adapter_scales.push_back(a.scale);

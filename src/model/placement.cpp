@@ -147,7 +147,7 @@ std::unordered_map<const Tensor*, int> place_weights(const ModelWeights& w, cons
   const bool tied = w.output == nullptr;
   Tensor* embd = !tied ? w.token_embd : nullptr;
   if (tied && p.gpu_of(p.output) >= 0) at[w.token_embd] = p.output;
-  for (Tensor* t : {embd, w.token_embd_norm, w.token_embd_norm_b, w.position_embd}) {
+  for (Tensor* t : {embd, w.token_embd_norm, w.token_embd_norm_b, w.position_embd, w.token_types}) {
     if (t) at[t] = p.input;
   }
   for (Tensor* t : {w.output_norm, w.output_norm_b, w.output}) {

@@ -61,6 +61,13 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   // Both: the architecture's norm reads the one it needs.
   w.set(a + "attention.layer_norm_epsilon", 1e-5f);
   w.set(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  // What the variant reads from keys of its own: token type rows, and an encoder's
+  // non-causal attention and pooling (mean, as the encoders' goldens use).
+  if (arch->variant.token_types) w.set("tokenizer.ggml.token_type_count", uint32_t(2));
+  if (!arch->variant.logits) {
+    w.set(a + "attention.causal", false);
+    w.set(a + "pooling_type", uint32_t(1));
+  }
 
   // What the architecture leaves to keys, from how it encodes positions: RoPE's dims and
   // base where it rotates; ALiBi's bias where it reads it from a key rather than fixing it.
@@ -101,7 +108,8 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
     layer = il;
     const Shape ne = spec.shape(*h);
     const int n_dims = shape_dims(ne);
-    const DType t = n_dims == 1 ? DType::F32 : p.type;  // norms and biases stay F32
+    // Norms and biases stay F32, and BERT's token_types (added to F32 activations).
+    const DType t = n_dims == 1 || spec.model_field == &ModelWeights::token_types ? DType::F32 : p.type;
     // 1-D weights are norms (a multiplier of 1); biases and matrices are small.
     const bool is_norm = n_dims == 1 && name.ends_with(".weight");
     const float mean = is_norm ? 1.0f : 0.0f;

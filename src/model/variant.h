@@ -122,6 +122,15 @@ struct BlockVariant {
   /// (DeepSeek); both kinds of FFN tensors are then declared (variant_check.h:
   /// layer_variant says which a layer has).
   bool leading_dense = false;
+  /// token_types.weight: its row 0 (every token is of type 0, "sentence A", as the
+  /// reference feeds them) added to the token embeddings (BERT).
+  bool token_types = false;
+  /// Post-norm layers (BERT): x = norm(x + attn(x)) with attn_output_norm, then
+  /// x = norm(x + ffn(x)) with layer_output_norm; no attn_norm or ffn_norm.
+  bool post_norm = false;
+  /// False: an encoder. The graph ends at the final hidden states of the output tokens
+  /// (no output_norm, no output matrix, no logits); the runtime serves embeddings only.
+  bool logits = true;
 
   bool has(Presence BlockVariant::*part) const { return this->*part == Presence::Yes; }
   bool parallel() const { return residual == Residual::Parallel; }

@@ -73,9 +73,11 @@ constexpr Presence layer_presence(const BlockVariant& v, Tensor* LW::*f) {
   }
   if (const Presence m = moe_presence(v, f); m != Presence::No) return m;
   if (f == &LW::wo) return Presence::Yes;
-  if (f == &LW::attn_norm) return when(v.pre_norm);
-  if (f == &LW::attn_norm_b) return both(when(v.pre_norm), v.norm_bias);
+  if (f == &LW::attn_norm) return when(v.pre_norm && !v.post_norm);
+  if (f == &LW::attn_norm_b) return both(when(v.pre_norm && !v.post_norm), v.norm_bias);
   if (f == &LW::post_attn_norm || f == &LW::post_ffn_norm) return when(v.post_norms);
+  if (f == &LW::attn_out_norm || f == &LW::layer_out_norm) return when(v.post_norm);
+  if (f == &LW::attn_out_norm_b || f == &LW::layer_out_norm_b) return both(when(v.post_norm), v.norm_bias);
   if (f == &LW::attn_norm_2) return v.second_norm;
   if (f == &LW::attn_norm_2_b) return both(v.second_norm, v.norm_bias);
   if (f == &LW::wq || f == &LW::wk || f == &LW::wv) return when(separate);
@@ -92,14 +94,16 @@ constexpr Presence layer_presence(const BlockVariant& v, Tensor* LW::*f) {
 
 /// Whether variant v uses the model field f.
 constexpr Presence model_presence(const BlockVariant& v, Tensor* MW::*f) {
-  if (f == &MW::token_embd || f == &MW::output_norm) return Presence::Yes;
+  if (f == &MW::token_embd) return Presence::Yes;
+  if (f == &MW::output_norm) return when(v.logits);
+  if (f == &MW::token_types) return when(v.token_types);
   if (f == &MW::token_embd_norm) return when(v.embd_norm);
   if (f == &MW::token_embd_norm_b) return both(when(v.embd_norm), v.norm_bias);
   if (f == &MW::position_embd) return when(v.positions == kLearnedPositions);
   if (f == &MW::rope_freqs) return v.rope_freqs;
   if (f == &MW::rope_factors_long || f == &MW::rope_factors_short) return v.long_rope;
-  if (f == &MW::output_norm_b) return v.norm_bias;
-  if (f == &MW::output) return v.output;
+  if (f == &MW::output_norm_b) return both(when(v.logits), v.norm_bias);
+  if (f == &MW::output) return v.logits ? v.output : Presence::No;
   return Presence::No;
 }
 
@@ -132,6 +136,8 @@ inline constexpr NamedLayerField kLayerFields[] = {
     {&LW::ffn_down_exps, "ffn_down_exps.weight"}, {&LW::ffn_gate_inp_shexp, "ffn_gate_inp_shexp.weight"},
     {&LW::ffn_gate_shexp, "ffn_gate_shexp.weight"}, {&LW::ffn_up_shexp, "ffn_up_shexp.weight"},
     {&LW::ffn_down_shexp, "ffn_down_shexp.weight"},
+    {&LW::attn_out_norm, "attn_output_norm.weight"}, {&LW::attn_out_norm_b, "attn_output_norm.bias"},
+    {&LW::layer_out_norm, "layer_output_norm.weight"}, {&LW::layer_out_norm_b, "layer_output_norm.bias"},
 };
 inline constexpr NamedModelField kModelFields[] = {
     {&MW::token_embd, "token_embd.weight"},        {&MW::token_embd_norm, "token_embd_norm.weight"},
@@ -139,6 +145,7 @@ inline constexpr NamedModelField kModelFields[] = {
     {&MW::rope_freqs, "rope_freqs.weight"},        {&MW::rope_factors_long, "rope_factors_long.weight"},
     {&MW::rope_factors_short, "rope_factors_short.weight"}, {&MW::output_norm, "output_norm.weight"},
     {&MW::output_norm_b, "output_norm.bias"},      {&MW::output, "output.weight"},
+    {&MW::token_types, "token_types.weight"},
 };
 
 }  // namespace variant_detail
@@ -157,7 +164,13 @@ constexpr const char* variant_error(const BlockVariant& v) {
   if (v.second_norm != Presence::No && (v.ffn_norm || v.residual != Residual::Parallel)) {
     return "a second attention norm belongs to a parallel block without ffn_norm";
   }
-  if (!v.ffn_norm && v.pre_norm && v.residual != Residual::Parallel) {
+  if (v.post_norm && (v.ffn_norm || v.residual != Residual::Sequential || v.second_norm != Presence::No)) {
+    return "post-norm layers are sequential, with attn_output_norm and layer_output_norm only";
+  }
+  if (!v.logits && v.output != Presence::No) {
+    return "an encoder (no logits) has no output matrix";
+  }
+  if (!v.ffn_norm && v.pre_norm && !v.post_norm && v.residual != Residual::Parallel) {
     return "a feed-forward without its own norm must run in parallel with the attention";
   }
   if (!v.pre_norm && v.second_norm != Presence::No) {

@@ -57,6 +57,8 @@ void for_each_tensor(const LayerWeights& l, const std::function<void(Tensor*)>& 
       &LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps, &LayerWeights::ffn_down_exps,
       &LayerWeights::ffn_gate_inp_shexp, &LayerWeights::ffn_gate_shexp, &LayerWeights::ffn_up_shexp,
       &LayerWeights::ffn_down_shexp,
+      &LayerWeights::attn_out_norm, &LayerWeights::attn_out_norm_b, &LayerWeights::layer_out_norm,
+      &LayerWeights::layer_out_norm_b,
   };
   for (Tensor* LayerWeights::*f : kFields) {
     if (l.*f) fn(l.*f);

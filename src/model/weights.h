@@ -75,6 +75,10 @@ struct LayerWeights {
   Tensor* ffn_gate_shexp = nullptr;      // [n_embd, n_ff_shexp]
   Tensor* ffn_up_shexp = nullptr;        // [n_embd, n_ff_shexp]
   Tensor* ffn_down_shexp = nullptr;      // [n_ff_shexp, n_embd]
+  Tensor* attn_out_norm = nullptr;     // [n_embd]: post-norm after the attention (BERT)
+  Tensor* attn_out_norm_b = nullptr;   // [n_embd]
+  Tensor* layer_out_norm = nullptr;    // [n_embd]: post-norm after the feed-forward (BERT)
+  Tensor* layer_out_norm_b = nullptr;  // [n_embd]
   // Fused projections: either in the file (attn_qkv.weight; Phi-3's ffn_up.weight with the
   // gate's rows first), or set at load (fuse_weights.h) when the parts lie back to back as
   // one repacked matrix, sharing the parts' memory; else null.
@@ -90,6 +94,7 @@ struct ModelWeights {
   Tensor* token_embd_norm = nullptr;   // [n_embd] (BLOOM: a norm of the embeddings)
   Tensor* token_embd_norm_b = nullptr; // [n_embd]
   Tensor* position_embd = nullptr;     // [n_embd, n_ctx_train]: learned absolute positions
+  Tensor* token_types = nullptr;       // [n_embd, n_token_types]: token type embeddings (BERT)
   Tensor* rope_freqs = nullptr;        // [n_rot / 2]: divisors of the RoPE frequencies
   Tensor* rope_factors_long = nullptr;  // [n_rot / 2]: LongRoPE's divisors past n_ctx_orig
   Tensor* rope_factors_short = nullptr; // [n_rot / 2]: up to it

@@ -132,6 +132,14 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
     return Status::error("context: n_seq_max " + std::to_string(p.n_seq_max) +
                          " out of range [1, " + std::to_string(kMaxSeq) + "]");
   }
+  if (model.info().encoder && !p.embeddings) {
+    return Status::error("context: " + model.info().path + " is an encoder (" + model.info().arch +
+                         "): it computes embeddings, not logits (ContextParams::embeddings; tessera embed; "
+                         "the server's /v1/embeddings)");
+  }
+  // The reference keeps no cache for an encoder: its attention reads the batch's own
+  // keys and values, unrounded. An F32 cache holds them as they are.
+  if (model.info().encoder) p.kv_type = DType::F32;
   if (p.n_seq_regions == 0) p.n_seq_regions = p.n_seq_max;
   if (p.n_seq_regions < 1 || p.n_seq_regions > p.n_seq_max) {
     return Status::error("context: n_seq_regions " + std::to_string(p.n_seq_regions) +
@@ -180,6 +188,7 @@ Status Context::decode(const Batch& batch) {
 }
 
 std::span<const float> Context::logits() const {
+  TESSERA_CHECK_MSG(!impl_->model_.info().encoder, "logits: an encoder has none");
   TESSERA_CHECK_MSG(impl_->n_out_ > 0, "logits: nothing decoded");
   const size_t n_vocab = size_t(impl_->m_.hparams.n_vocab);
   return std::span<const float>(impl_->logits_).subspan(size_t(impl_->n_out_ - 1) * n_vocab, n_vocab);
@@ -189,6 +198,7 @@ std::span<const float> Context::logits_at(int64_t i) const {
   TESSERA_CHECK(i >= 0 && i < int64_t(impl_->out_row_.size()));
   const int32_t row = impl_->out_row_[size_t(i)];
   TESSERA_CHECK_MSG(row >= 0, "logits_at: the token's logits were not asked for");
+  TESSERA_CHECK_MSG(!impl_->model_.info().encoder, "logits_at: an encoder has none");
   const size_t n_vocab = size_t(impl_->m_.hparams.n_vocab);
   return std::span<const float>(impl_->logits_).subspan(size_t(row) * n_vocab, n_vocab);
 }

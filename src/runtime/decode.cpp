@@ -57,6 +57,11 @@ Status ContextImpl::validate(const Batch& batch) const {
       last[size_t(s)] = p;
     }
   }
+  if (!m_.hparams.causal && batch.size() > ubatch_size()) {
+    return Status::error("decode: this " + m_.hparams.arch + " model's attention is not causal, so a batch is one " +
+                         "forward pass: its " + std::to_string(batch.size()) + " tokens exceed n_ubatch " +
+                         std::to_string(ubatch_size()));
+  }
   const int64_t n_free = kv_->n_ctx() - kv_->n_used();
   if (n_free < batch.size()) {
     return Status::error("decode: context full: " + std::to_string(batch.size()) + " tokens need cells, " +
@@ -74,7 +79,7 @@ Status ContextImpl::decode(const Batch& batch) {
   for (int64_t i = 0; i < batch.size(); ++i) {
     if (batch.output(i)) out_row_[size_t(i)] = int32_t(n_out_++);
   }
-  logits_.resize(size_t(n_out_ * m_.hparams.n_vocab));
+  logits_.resize(m_.weights.variant.logits ? size_t(n_out_ * m_.hparams.n_vocab) : 0);
   if (params_.embeddings) embd_.resize(size_t(n_out_ * m_.hparams.n_embd));
   const int64_t n_ubatch = ubatch_size();
   for (int64_t begin = 0; begin < batch.size(); begin += n_ubatch) {
@@ -186,8 +191,10 @@ Status ContextImpl::copy_outputs(const ForwardGraph& fg, const Batch& batch, int
   const size_t row0 = size_t(out_row_[size_t(first)]);
   const size_t n_outputs = size_t(fg.shape.n_outputs);
   const size_t n_vocab = size_t(m_.hparams.n_vocab);
-  TESSERA_RETURN_IF_ERROR(sched_.get_output_async(*fg.plan, fg.logits, logits_.data() + row0 * n_vocab,
-                                                  n_outputs * n_vocab * sizeof(float)));
+  if (fg.logits) {
+    TESSERA_RETURN_IF_ERROR(sched_.get_output_async(*fg.plan, fg.logits, logits_.data() + row0 * n_vocab,
+                                                    n_outputs * n_vocab * sizeof(float)));
+  }
   if (params_.embeddings) {
     const size_t n_embd = size_t(m_.hparams.n_embd);
     TESSERA_RETURN_IF_ERROR(sched_.get_output_async(*fg.plan, fg.embeddings, embd_.data() + row0 * n_embd,

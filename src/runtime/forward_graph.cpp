@@ -24,8 +24,13 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
     const ModelWeights scaled = with_adapter_scales(m_.weights, shape.adapter_scales);
     fg->logits = m_.arch->build(fg->graph, m_.hparams, scaled, fg->in);
   }
-  fg->logits->flags |= kFlagOutput;
-  if (embeddings_) {
+  if (!m_.weights.variant.logits) {  // an encoder: the build returns the hidden states
+    TESSERA_CHECK_MSG(embeddings_, "an encoder's context computes embeddings");
+    fg->embeddings = fg->logits;
+    fg->logits = nullptr;
+    fg->embeddings->flags |= kFlagOutput;
+    fg->graph.expand(fg->embeddings);
+  } else if (embeddings_) {
     // Every architecture ends with logits = mul_mat(output projection, normed hidden
     // state), perhaps scaled and capped: that second operand is the embedding of the
     // output tokens.
@@ -37,7 +42,10 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
     hidden->flags |= kFlagOutput;
     fg->embeddings = hidden;
   }
-  fg->graph.expand(fg->logits);
+  if (fg->logits) {
+    fg->logits->flags |= kFlagOutput;
+    fg->graph.expand(fg->logits);
+  }
   // Every input gets memory, read or not: the runtime sets them all (ALiBi models never
   // read the positions).
   for (Tensor* t : {fg->in.tokens, fg->in.positions, fg->in.kv_slots, fg->in.kq_mask, fg->in.out_ids}) {

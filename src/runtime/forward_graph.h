@@ -32,7 +32,7 @@ struct ForwardGraph {
   ForwardShape shape;
   Graph graph;
   BatchInputs in;
-  Tensor* logits = nullptr;      // [n_vocab, n_outputs]
+  Tensor* logits = nullptr;      // [n_vocab, n_outputs]; null for an encoder
   Tensor* embeddings = nullptr;  // [n_embd, n_outputs] after the output norm; null unless asked
   std::unique_ptr<SchedGraph> plan;  // splits, copies and memory
 };

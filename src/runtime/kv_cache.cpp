@@ -33,6 +33,7 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx
   std::unique_ptr<KvCache> c = cells_only(n_ctx, n_seq);
   c->type_ = type;
   c->set_mask_rule(h.alibi(), h.n_swa);
+  c->set_causal(h.causal);
   for (int64_t il = 0; il < h.n_layer; ++il) {
     KvLayer layer;
     layer.k = c->arena_.new_tensor(type, {h.n_embd_kv(), n_ctx, 1, 1}, "cache_k_l" + std::to_string(il));
@@ -144,7 +145,7 @@ void KvCache::fill_mask(std::span<const Pos> positions, std::span<const SeqMask>
     float* row = mask + i * size_t(n_kv);
     for (int64_t j = 0; j < n_kv; ++j) {
       const KvCell& c = cells_[size_t(kv_begin + j)];
-      const bool visible = (c.seqs & seqs[i]) != 0 && c.pos <= positions[i] &&
+      const bool visible = (c.seqs & seqs[i]) != 0 && (!causal_ || c.pos <= positions[i]) &&
                            (!window || n_swa_ == 0 || positions[i] - c.pos < n_swa_);
       row[j] = !visible ? neg_inf : alibi_ ? -float(positions[i] - c.pos) : 0.0f;
     }

@@ -69,7 +69,7 @@ class KvCache {
   std::pair<int64_t, int64_t> window(SeqMask seqs, Pos max_pos) const;
   /// Fills mask [n_kv, n_tokens] for cells [kv_begin, kv_begin + n_kv) (row i for token
   /// i): where the cell is used by one of the token's sequences, holds a position <= the
-  /// token's and (sliding window) fewer than n_swa positions back, 0 (ALiBi: minus the
+  /// token's (any position when the mask is not causal) and (sliding window) fewer than n_swa positions back, 0 (ALiBi: minus the
   /// distance in positions, which the attention op scales by each head's slope); -inf
   /// otherwise. `window` false: without the sliding window (the plain layers of a model
   /// whose layers differ, HParams::mixed_swa).
@@ -116,6 +116,10 @@ class KvCache {
     n_swa_ = n_swa;
   }
 
+  /// Causal masks (the default): a token sees cells at positions up to its own. False
+  /// (encoders): every cell of its sequences. create() takes it from the model.
+  void set_causal(bool causal) { causal_ = causal; }
+
   /// Replaces cell `i` wholesale (state restore).
   void set_cell(int64_t i, const KvCell& c);
   /// Frees every cell (the tensors keep their bytes; freed cells are masked out).
@@ -134,6 +138,7 @@ class KvCache {
   bool has_shift_ = false;
   bool alibi_ = false;
   int64_t n_swa_ = 0;
+  bool causal_ = true;
 };
 
 }  // namespace tessera

@@ -307,11 +307,19 @@ Status refuse_across_ranks(const ContextImpl& c, const char* what) {
   return Status::error(std::string(what) + ": not available for a model split across MPI ranks "
                        "(each rank holds only its own layers' cache)");
 }
+
+/// The state file holds the last decode's logits, which an encoder does not compute.
+Status refuse_encoder(const ContextImpl& c, const char* what) {
+  if (c.m_.weights.variant.logits) return Status::ok();
+  return Status::error(std::string(what) + ": not available for an encoder (" + c.m_.hparams.arch +
+                       "): the state holds logits, which it has none of");
+}
 }  // namespace
 
 Status Context::save_state(const std::string& path, std::span<const uint8_t> user_data) {
   ContextImpl& c = *impl_;
   TESSERA_RETURN_IF_ERROR(refuse_across_ranks(c, "save_state"));
+  TESSERA_RETURN_IF_ERROR(refuse_encoder(c, "save_state"));
   TESSERA_RETURN_IF_ERROR(c.shift_.apply(*c.kv_));  // keys at their final positions
   File f(std::fopen(path.c_str(), "wb"));
   if (!f) return Status::error("state: cannot write '" + path + "': " + std::strerror(errno));
@@ -351,6 +359,7 @@ Status Context::save_state(const std::string& path, std::span<const uint8_t> use
 Result<std::vector<uint8_t>> Context::load_state(const std::string& path) {
   ContextImpl& c = *impl_;
   TESSERA_RETURN_IF_ERROR(refuse_across_ranks(c, "load_state"));
+  TESSERA_RETURN_IF_ERROR(refuse_encoder(c, "load_state"));
   const std::string where = "state: '" + path + "' ";
   std::error_code ec;
   const int64_t file_size = int64_t(std::filesystem::file_size(path, ec));

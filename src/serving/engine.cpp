@@ -55,6 +55,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineP
   TESSERA_RETURN_IF_ERROR(check_params(params));
   if (model.tokenizer() == nullptr) return Status::error(model.info().path + ": the model has no usable tokenizer");
   EngineParams p = params;
+  if (model.info().encoder) p.embeddings = true;  // an encoder computes nothing else
   if (p.n_ctx_per_seq == 0) {
     p.n_ctx_per_seq = std::min<int64_t>(model.info().n_ctx_train, kDefaultMaxSeqCtx);
     if (p.n_ctx > 0) p.n_ctx_per_seq = std::min(p.n_ctx_per_seq, p.n_ctx / p.n_parallel);
@@ -116,6 +117,16 @@ Status EngineImpl::validate(const GenerationRequest& r) const {
     return Status::error("embeddings are not enabled on this server (start it with --embeddings)");
   }
   if (r.embedding && r.n_choices != 1) return Status::error("n: an embedding request has one result");
+  if (model_.info().encoder) {
+    if (!r.embedding) {
+      return Status::error("this model (" + model_.info().arch + ") is an encoder: it computes embeddings, not text");
+    }
+    // Non-causal attention: a prompt is decoded in one forward pass, never in chunks.
+    if (int64_t(r.prompt.size()) > params_.batch_budget) {
+      return Status::error("prompt: its " + std::to_string(r.prompt.size()) + " tokens exceed the batch budget " +
+                           std::to_string(params_.batch_budget) + ", and an encoder reads a text in one pass");
+    }
+  }
   if (r.adapter_scales) TESSERA_RETURN_IF_ERROR(check_scales(*r.adapter_scales, n_adapters_));
   return Status::ok();
 }

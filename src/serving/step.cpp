@@ -183,6 +183,9 @@ void EngineImpl::build_batch(Batch& batch) {
     if (r->prompt_done() || !in_step(*r)) continue;
     const int64_t n_prompt = int64_t(r->req.prompt.size());
     const int64_t chunk = std::min(room, n_prompt - r->n_prompt_in_cache);
+    // An encoder's attention is not causal: its prompt goes in whole, at a later step if
+    // the room left now is too small (validate keeps it within the budget).
+    if (model_.info().encoder && chunk < n_prompt - r->n_prompt_in_cache) continue;
     seqs.clear();
     for (const Choice& c : r->choices) seqs.push_back(c.seq);
     r->chunk_begin = batch.size();

@@ -1,4 +1,5 @@
-// The interface each tokenizer algorithm ("llama" SentencePiece, "gpt2" byte-level BPE)
+// The interface each tokenizer algorithm ("llama" SentencePiece, "gpt2" byte-level BPE,
+// "bert" WordPiece)
 // implements over a Vocab. The Tokenizer does what is common to all of them: cutting
 // special tokens out of the input, BOS/EOS, and concatenating pieces.
 #pragma once
@@ -24,6 +25,10 @@ class Algorithm {
   /// The bytes token `id` (in range) stands for; control and unknown tokens give their
   /// text when `render_special`, "" otherwise.
   virtual std::string piece(TokenId id, bool render_special) const = 0;
+
+  /// True when add_special frames every input with the BOS ([CLS]) and SEP ids whatever
+  /// the add_bos / add_eos flags say (WordPiece, as the reference does).
+  virtual bool frames_input() const { return false; }
 
   /// The name of the pre-tokenizer in use ("" when the algorithm has none).
   virtual std::string_view pre_tokenizer_name() const { return {}; }

@@ -8,6 +8,7 @@
 #include "tokenizer/bpe.h"
 #include "tokenizer/spm.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/wpm.h"
 
 namespace tessera {
 namespace {
@@ -59,8 +60,16 @@ Result<std::unique_ptr<const tok::Algorithm>> make_algorithm(const tok::Vocab& v
     if (!bpe) return bpe.status();
     return std::unique_ptr<const tok::Algorithm>(std::move(bpe).value());
   }
+  if (model == "bert") {
+    const tok::SpecialIds& ids = vocab.special();
+    for (auto [id, what] : {std::pair{ids.bos, "a [CLS] (BOS) token"}, std::pair{ids.sep, "a [SEP] token"},
+                            std::pair{ids.unk, "an unknown token"}}) {
+      if (id == tok::kNoToken) return Status::error(std::string("a \"bert\" (WordPiece) vocabulary needs ") + what);
+    }
+    return std::unique_ptr<const tok::Algorithm>(new tok::WpmAlgorithm(vocab));
+  }
   return Status::error("unsupported tokenizer.ggml.model \"" + model +
-                       "\" (supported: \"llama\", \"gpt2\")");
+                       "\" (supported: \"llama\", \"gpt2\", \"bert\")");
 }
 
 const std::string& empty_string() {
@@ -99,7 +108,8 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
   const tok::VocabFlags& flags = vocab_->flags();
   std::vector<TokenId> out;
   out.reserve(text.size() / 3 + 2);
-  if (add_special && flags.add_bos && ids.bos != tok::kNoToken) out.push_back(ids.bos);
+  const bool framed = algo_->frames_input();  // [CLS] ... [SEP] (WordPiece)
+  if (add_special && (framed || flags.add_bos) && ids.bos != tok::kNoToken) out.push_back(ids.bos);
   if (!text.empty()) {
     bool after_special = true;  // the first run counts as following a special token
     for (const Fragment& f : split_special(text, *vocab_, parse_special)) {
@@ -112,7 +122,11 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
       }
     }
   }
-  if (add_special && flags.add_eos && ids.eos != tok::kNoToken) out.push_back(ids.eos);
+  if (add_special && framed) {
+    out.push_back(ids.sep);
+  } else if (add_special && flags.add_eos && ids.eos != tok::kNoToken) {
+    out.push_back(ids.eos);
+  }
   return out;
 }
 

@@ -170,13 +170,21 @@ SpecialIds default_special_ids(std::string_view model) {
   } else if (model == "gpt2") {  // llama.cpp's defaults, from Falcon's vocabulary
     ids.bos = 11;
     ids.eos = 11;
+  } else if (model == "bert") {  // WordPiece: [CLS] 101 (as BOS), [SEP] 102, [UNK] 100
+    ids.bos = 101;
+    ids.unk = 100;
+    ids.sep = 102;
+    ids.pad = 0;
+    ids.mask = 103;
   }
   return ids;
 }
 
 VocabFlags default_flags(std::string_view model) {
   VocabFlags flags;
-  if (model != "llama") {  // byte-level BPE and others: no BOS, no implicit space prefix
+  if (model == "bert") {  // WordPiece: [CLS] first; word-start pieces carry the phantom space
+    flags.add_bos = true;
+  } else if (model != "llama") {  // byte-level BPE and others: no BOS, no implicit space prefix
     flags.add_bos = false;
     flags.add_space_prefix = false;
   }

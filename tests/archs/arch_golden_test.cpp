@@ -101,6 +101,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, ArchGolden, ::testing::ValuesIn(test::arch_cases
 TEST(ArchGoldenFiles, EveryFileIsInTheTable) {
   std::set<std::string> listed;
   for (const ArchCase& c : test::arch_cases()) listed.insert(c.set + "/" + c.golden());
+  for (const ArchCase& c : test::arch_embedding_cases()) listed.insert(c.set + "/" + c.golden());
   for (const std::string& a : test::archs2_pending()) {
     for (const char* q : {"", "-Q8_0", "-Q4_0"}) listed.insert("archs2/" + a + q + ".hello.json");
   }

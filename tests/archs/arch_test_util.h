@@ -39,6 +39,8 @@ inline void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.set << "/" <
 std::vector<ArchCase> arch_f16_cases();
 /// Every (architecture, type) case of the decoders.
 std::vector<ArchCase> arch_cases();
+/// The encoders (F16 files with embedding goldens: arch_embedding_test.cpp).
+std::vector<ArchCase> arch_embedding_cases();
 /// The golden files of ../shared/archs2 that no test reads yet, each with the reason (a
 /// feature not built); EveryFileIsInTheTable fails on any other untested file.
 const std::vector<std::string>& archs2_pending();

@@ -1,5 +1,6 @@
 // `tessera embed`: the embedding of a text (the model's final hidden state after the
-// output norm, pooled over the tokens) as one JSON object.
+// output norm, or an encoder's last layer output, pooled over the tokens) as one JSON
+// object.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -19,18 +20,27 @@ struct EmbedOptions {
   PlacementOptions placement;  // --layers, --mpi, --mpi-layers
   std::string model;
   std::string prompt;
-  std::string pooling = "mean";
+  std::string pooling;  // "": the file's pooling_type (mean, cls, last), else mean
   bool normalize = false;
   int threads = default_threads();
 };
 
+/// --pooling when given, else the file's pooling_type when it is one of ours, else mean.
+std::string pooling_choice(const EmbedOptions& o, const ModelInfo& info) {
+  if (!o.pooling.empty()) return o.pooling;
+  for (const char* p : {"mean", "cls", "last"}) {
+    if (info.pooling == p) return info.pooling;
+  }
+  return "mean";
+}
+
 int run_embed(const EmbedOptions& o) {
-  Result<Pooling> pooling = parse_pooling(o.pooling);
-  if (!pooling) return fail("embed: " + pooling.status().message());
   ModelParams mp;
   apply_placement(o.placement, mp);
   Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, mp);
   if (!model) return fail(model.status().message());
+  Result<Pooling> pooling = parse_pooling(pooling_choice(o, (*model)->info()));
+  if (!pooling) return fail("embed: " + pooling.status().message());
   const Tokenizer* tok = (*model)->tokenizer();
   if (!tok) return fail(model_file_name(o.model) + ": the model has no usable tokenizer, so it cannot take text");
   const std::vector<TokenId> tokens = tok->encode(o.prompt, tok->add_bos_token());
@@ -78,13 +88,14 @@ Command add_embed(CLI::App& app) {
   auto o = std::make_shared<EmbedOptions>();
   CLI::App* cmd = app.add_subcommand(
       "embed", "Print the embedding of a text as JSON: the final hidden state (after the output "
-               "norm) of its tokens, BOS included, pooled into one vector");
+               "norm; an encoder's last layer) of its tokens, BOS ([CLS], [SEP]) included, pooled into one vector");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
   cmd->add_option("-p,--prompt", o->prompt, "text to embed (tokenized with the model's tokenizer, BOS added)")
       ->required();
   cmd->add_option("--pooling", o->pooling,
-                  "mean: average of the tokens; last: the last token; cls: the first token (BOS)")
+                  "mean: average of the tokens; last: the last token; cls: the first token (BOS); "
+                  "default: the model file's pooling_type, else mean")
       ->check(CLI::IsMember({"mean", "last", "cls"}));
   cmd->add_flag("--normalize", o->normalize, "scale the vector to unit Euclidean norm");
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(NumberRange(1, 512));

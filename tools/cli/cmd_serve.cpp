@@ -173,8 +173,7 @@ void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
 void add_llama_server_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--pooling", f.o.pooling,
                   "embedding pooling of requests that do not set 'pooling': mean, cls, last, or none (a vector per "
-                  "token, POST /embeddings only)")
-      ->capture_default_str()
+                  "token, POST /embeddings only); default: the model file's pooling_type, else mean")
       ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
   cmd->add_flag("--slots,!--no-slots", f.o.slots, "serve GET /slots (the default; --no-slots: 501)");
   cmd->add_option("--slot-save-path", f.o.slot_save_path,

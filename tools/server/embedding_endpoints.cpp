@@ -38,7 +38,11 @@ struct EmbeddingAnswer {
 };
 
 void check_embeddings_on(ServerContext& ctx) {
-  if (!ctx.options.embeddings) throw not_supported("this server does not compute embeddings: start it with --embeddings");
+  // An encoder model computes nothing but embeddings: no flag needed.
+  const bool encoder = ctx.ready() && ctx.model->info().encoder;
+  if (!ctx.options.embeddings && !encoder) {
+    throw not_supported("this server does not compute embeddings: start it with --embeddings");
+  }
   ctx.require_ready();
 }
 

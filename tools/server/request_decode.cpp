@@ -280,6 +280,10 @@ std::vector<ChatMessage> decode_messages(const Fields& body) {
 }
 
 Job decode_job(const json& body_json, Dialect dialect, const ServerContext& ctx, const nlohmann::ordered_json* ordered) {
+  if (ctx.model && ctx.model->info().encoder) {
+    throw not_supported("the model (" + ctx.model->info().arch +
+                        ") is an encoder: it computes embeddings only (POST /v1/embeddings, /embedding), not text");
+  }
   const Fields body(body_json);
   Job job;
   std::vector<ChatMessage> messages;
@@ -324,12 +328,23 @@ bool Job::truncated() const {
   return std::any_of(prompt_truncated.begin(), prompt_truncated.end(), [](bool t) { return t; });
 }
 
+/// --pooling when given, else the pooling the model's file names (none, mean, cls, last),
+/// else mean.
+std::string default_pooling(const ServerContext& ctx) {
+  if (!ctx.options.pooling.empty()) return ctx.options.pooling;
+  const std::string file = ctx.model ? ctx.model->info().pooling : std::string();
+  for (const char* p : {"none", "mean", "cls", "last"}) {
+    if (file == p) return file;
+  }
+  return "mean";
+}
+
 Job decode_embedding_job(const Fields& body, const ServerContext& ctx) {
   Job job;
   job.prompts = embedding_inputs(body, ctx);
   job.request.embedding = true;
   job.request.max_tokens = 0;
-  const std::string pooling = body.string("pooling").value_or(ctx.options.pooling);
+  const std::string pooling = body.string("pooling").value_or(default_pooling(ctx));
   if (pooling == "none") {
     job.request.token_embeddings = true;
   } else {

@@ -20,6 +20,8 @@ extern const Arch kGemmaArch;
 extern const Arch kGemma2Arch;
 extern const Arch kGraniteArch;
 extern const Arch kCommandRArch;
+extern const Arch kBertArch;
+extern const Arch kNomicBertArch;
 
 namespace {
 const Arch* const kArchs[] = {
@@ -40,6 +42,8 @@ const Arch* const kArchs[] = {
     &kGemma2Arch,
     &kGraniteArch,
     &kCommandRArch,
+    &kBertArch,
+    &kNomicBertArch,
 };
 }  // namespace
 
