@@ -107,8 +107,14 @@ Result<std::unique_ptr<TrainModel>> create_model(const ModelShape& s, const gguf
   Result<HParams> h = hparams_of(m->keys, *m->arch);
   if (!h) return h.status().with_context("train");
   m->h = *h;
+  // The required tensors, the output unless tied, and the dense feed-forward: a llama
+  // file's FFN is dense or experts (variant moe Either), and a model trained here is dense.
+  const auto dense_ffn = [](const WeightSpec& spec) {
+    return spec.layer_field == &LayerWeights::ffn_gate || spec.layer_field == &LayerWeights::ffn_up ||
+           spec.layer_field == &LayerWeights::ffn_down;
+  };
   TESSERA_RETURN_IF_ERROR(make_params(*m, [&](const WeightSpec& spec, const std::string&) {
-    return spec.required || (spec.model_field == &ModelWeights::output && !s.tied_output);
+    return spec.required || (spec.model_field == &ModelWeights::output && !s.tied_output) || dense_ffn(spec);
   }).with_context("train"));
   TESSERA_RETURN_IF_ERROR(place_params(*m, backend));
   Rng rng(seed);

@@ -260,8 +260,10 @@ TEST_P(CudaRope, MatchesCpu) {
   std::vector<float> factors;
   for (int i = 0; i < c.n_dims / 2; ++i) factors.push_back(0.5f * std::pow(16.0f, float(i) / float(c.n_dims / 2)));
   Tensor* f = c.factors ? t.input_values(F32, {c.n_dims / 2, 1, 1, 1}, factors) : nullptr;
-  auto build = c.inverse ? ops::rope_back : ops::rope;
-  t.expect_match(build(t.graph(), a, t.ids(pos), c.n_dims, c.mode, c.freq_base, c.freq_scale, f), kRope);
+  Tensor* p = t.ids(pos);
+  Tensor* out = c.inverse ? ops::rope_back(t.graph(), a, p, c.n_dims, c.mode, c.freq_base, c.freq_scale, f)
+                          : ops::rope(t.graph(), a, p, c.n_dims, c.mode, c.freq_base, c.freq_scale, f);
+  t.expect_match(out, kRope);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CudaRope, ::testing::ValuesIn(kRopeCases));
