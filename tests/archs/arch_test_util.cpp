@@ -13,7 +13,7 @@ const std::vector<ArchSet>& arch_sets() {
       {"archs",
        {"falcon", "baichuan", "starcoder", "refact", "persimmon", "llama3", "gpt2", "gptneox", "mpt", "bloom",
         "qwen2", "phi3", "gemma"}},
-      {"archs2", {"phi3lr", "gemma2", "granite", "command-r", "mixtral", "qwen2moe"}},
+      {"archs2", {"phi3lr", "gemma2", "granite", "command-r", "mixtral", "qwen2moe", "olmoe", "olmo2", "starcoder2"}},
   };
   return sets;
 }
@@ -40,7 +40,7 @@ std::vector<ArchCase> arch_embedding_cases() { return {{"archs2", "bert", ""}, {
 
 const std::vector<std::string>& archs2_pending() {
   static const std::vector<std::string> pending = {
-      "deepseek2", "olmoe", "starcoder2", "olmo2"};
+      "deepseek2"};
   return pending;
 }
 

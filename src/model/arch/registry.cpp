@@ -22,6 +22,9 @@ extern const Arch kGraniteArch;
 extern const Arch kCommandRArch;
 extern const Arch kBertArch;
 extern const Arch kNomicBertArch;
+extern const Arch kOlmoeArch;
+extern const Arch kOlmo2Arch;
+extern const Arch kStarcoder2Arch;
 
 namespace {
 const Arch* const kArchs[] = {
@@ -44,6 +47,9 @@ const Arch* const kArchs[] = {
     &kCommandRArch,
     &kBertArch,
     &kNomicBertArch,
+    &kOlmoeArch,
+    &kOlmo2Arch,
+    &kStarcoder2Arch,
 };
 }  // namespace
 
