@@ -24,6 +24,11 @@ struct SynthParams {
   int64_t n_ff = 768;
   int64_t n_ctx = 2048;     // <arch>.context_length (and the rows of learned positions)
   int64_t n_vocab = 1024;   // written as <arch>.vocab_size when `vocab` is null
+  /// Experts of a mixture-of-experts feed-forward (the architecture must have one: llama
+  /// files may, Qwen2-MoE/OLMoE always do); 0: dense, or 4 with 2 used where every file
+  /// of the architecture has experts.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
   DType type = DType::F16;  // of the matrices: F32, F16 or BF16; 1-D tensors are F32
   uint64_t seed = 42;
   /// Writes the tokenizer.* keys (their token count is the model's n_vocab); null: no

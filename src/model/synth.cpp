@@ -82,9 +82,18 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   if (first->positions == PositionKind::Alibi && first->alibi_max_bias == 0) {
     w.set(a + "attention.max_alibi_bias", 8.0f);
   }
-  if (arch->variant.moe == Presence::Yes) {  // experts in every file: a small mixture
-    w.set(a + "expert_count", uint32_t(4));
-    w.set(a + "expert_used_count", uint32_t(2));
+  // Experts: as asked (an architecture whose FFN may be either, llama, then has them), or
+  // a small mixture of 4, 2 used where every file has experts.
+  const bool experts = p.n_expert > 0 ? arch->variant.moe != Presence::No : arch->variant.moe == Presence::Yes;
+  if (p.n_expert > 0 && !experts) {
+    return Status::error("synth: architecture '" + p.arch + "' has no mixture-of-experts feed-forward");
+  }
+  if (experts) {
+    const int64_t n_expert = p.n_expert > 0 ? p.n_expert : 4;
+    const int64_t n_used = p.n_expert > 0 ? p.n_expert_used : 2;
+    if (n_used < 1 || n_used > n_expert) return Status::error("synth: the experts used must be 1 to the expert count");
+    w.set(a + "expert_count", uint32_t(n_expert));
+    w.set(a + "expert_used_count", uint32_t(n_used));
   }
   if (p.vocab) {
     TESSERA_RETURN_IF_ERROR(p.vocab(w));
@@ -97,19 +106,22 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   Rng rng(p.seed);
   std::vector<std::vector<uint8_t>> storage;  // tensor bytes, alive until write()
   int64_t layer = -1;
-  BlockVariant dense = arch->variant;
-  if (dense.moe == Presence::Either) dense.moe = Presence::No;
+  BlockVariant chosen = arch->variant;
+  if (chosen.moe == Presence::Either) chosen.moe = experts ? Presence::Yes : Presence::No;
   for_each_weight(arch->weights, *h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
     // Optional tensors are left out, except an untied output, as most real files have it
     // (and the output projection then gets the repacked GEMM path, as in benchmarks).
-    // A feed-forward the file may have dense or as experts (llama / Mixtral) is dense.
-    if (!spec.required && spec.model_field != &ModelWeights::output && presence_of(dense, spec) != Presence::Yes) return;
+    // A feed-forward the file may have dense or as experts (llama / Mixtral) is as chosen.
+    if (!spec.required && spec.model_field != &ModelWeights::output && presence_of(chosen, spec) != Presence::Yes) return;
     if (il != layer && p.progress && il > 0) p.progress(il, h->n_layer);
     layer = il;
     const Shape ne = spec.shape(*h);
     const int n_dims = shape_dims(ne);
-    // Norms and biases stay F32, and BERT's token_types (added to F32 activations).
-    const DType t = n_dims == 1 || spec.model_field == &ModelWeights::token_types ? DType::F32 : p.type;
+    // Norms and biases stay F32, and BERT's token_types (added to F32 activations), and
+    // the expert routers (converters keep them F32).
+    const bool f32 = n_dims == 1 || spec.model_field == &ModelWeights::token_types ||
+                     spec.layer_field == &LayerWeights::ffn_gate_inp;
+    const DType t = f32 ? DType::F32 : p.type;
     // 1-D weights are norms (a multiplier of 1); biases and matrices are small.
     const bool is_norm = n_dims == 1 && name.ends_with(".weight");
     const float mean = is_norm ? 1.0f : 0.0f;

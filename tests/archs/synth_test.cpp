@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "tessera/context.h"
+#include "tessera/gguf.h"
 #include "tessera/model.h"
 #include "tessera/synth.h"
 #include "tessera/tokenizer.h"
@@ -109,6 +111,48 @@ std::string arch_name(const ::testing::TestParamInfo<std::string>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, Synth, ::testing::ValuesIn(architecture_names()), arch_name);
+
+// Experts on request: llama with 8 experts, 2 used, is Mixtral's layout (routers F32,
+// expert stacks, no dense FFN) and decodes; a dense-only architecture refuses experts.
+TEST(SynthCases, LlamaWithExpertsIsMixtralsLayout) {
+  const std::string path = ::testing::TempDir() + "tessera_synth_" + std::to_string(getpid()) + "_moe.gguf";
+  SynthParams p;
+  p.n_embd = 64;
+  p.n_layer = 2;
+  p.n_head = 4;
+  p.n_head_kv = 2;
+  p.n_ff = 96;
+  p.n_ctx = 128;
+  p.n_expert = 8;
+  p.n_expert_used = 2;
+  p.vocab = tiny_vocab;
+  ASSERT_TRUE(write_random_model(p, path).is_ok());
+  {
+    Result<std::unique_ptr<gguf::File>> f = gguf::File::open(path);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    const gguf::TensorInfo* exps = (*f)->find_tensor("blk.1.ffn_down_exps.weight");
+    ASSERT_NE(exps, nullptr);
+    EXPECT_EQ(exps->ne, (std::array<int64_t, 4>{96, 64, 8, 1}));
+    const gguf::TensorInfo* router = (*f)->find_tensor("blk.0.ffn_gate_inp.weight");
+    ASSERT_NE(router, nullptr);
+    EXPECT_EQ(router->type, DType::F32);
+    EXPECT_EQ((*f)->find_tensor("blk.0.ffn_gate.weight"), nullptr);
+  }
+  Result<std::unique_ptr<Model>> m = Model::load(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  ContextParams cp;
+  cp.n_ctx = 32;
+  Result<std::unique_ptr<Context>> ctx = Context::create(**m, cp);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().message();
+  ASSERT_TRUE((*ctx)->decode((*m)->tokenizer()->encode("Hello world", true, false)).is_ok());
+  for (float v : (*ctx)->logits()) ASSERT_TRUE(std::isfinite(v));
+
+  p.arch = "gpt2";
+  const Status dense = write_random_model(p, path);
+  EXPECT_FALSE(dense.is_ok());
+  EXPECT_NE(dense.message().find("no mixture-of-experts"), std::string::npos) << dense.message();
+}
 
 TEST(SynthCases, WithoutAVocabularyWritesVocabSize) {
   const std::string path =

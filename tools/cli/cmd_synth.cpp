@@ -21,12 +21,16 @@ namespace {
 
 struct Shape {
   int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
+  int64_t n_expert = 0, n_expert_used = 0;  // 0: the architecture's default (synth.h)
 };
 
+// mixtral-2b: Mixtral's layout at TinyLlama's width (8 experts, 2 used, 8 layers), the
+// mixture-of-experts benchmark shape.
 const std::map<std::string, Shape> kPresets = {
     {"mini", {256, 4, 8, 4, 768, 1024, 2048}},
     {"tinyllama-1.1b", {2048, 22, 32, 4, 5632, 32000, 2048}},
     {"llama-7b", {4096, 32, 32, 32, 11008, 32000, 4096}},
+    {"mixtral-2b", {2048, 8, 32, 8, 5632, 32000, 4096, 8, 2}},
 };
 
 struct SynthOptions {
@@ -80,12 +84,23 @@ int run_synth(SynthOptions& o, const std::map<std::string, int64_t>& overrides) 
     if (key == "n-ff") o.shape.n_ff = value;
     if (key == "n-vocab") o.shape.n_vocab = value;
     if (key == "n-ctx") o.shape.n_ctx = value;
+    if (key == "n-expert") o.shape.n_expert = value;
+    if (key == "n-expert-used") o.shape.n_expert_used = value;
   }
+  // "mixtral": Mixtral files are llama files with experts (8, 2 used unless overridden).
+  if (o.arch == "mixtral") {
+    o.arch = "llama";
+    if (o.shape.n_expert == 0) o.shape.n_expert = 8;
+    if (o.shape.n_expert_used == 0) o.shape.n_expert_used = 2;
+  }
+  if (o.shape.n_expert > 0 && o.shape.n_expert_used == 0) o.shape.n_expert_used = std::min<int64_t>(2, o.shape.n_expert);
   if (Status s = check_shape(o.shape); !s) return fail(s.message());
 
   SynthParams sp;
   sp.arch = o.arch;
   sp.name = "tessera-synth-" + o.arch + "-" + o.preset;
+  sp.n_expert = o.shape.n_expert;
+  sp.n_expert_used = o.shape.n_expert_used;
   sp.n_embd = o.shape.n_embd;
   sp.n_layer = o.shape.n_layer;
   sp.n_head = o.shape.n_head;
@@ -128,14 +143,16 @@ Command add_synth(CLI::App& app) {
   cmd->add_option("-o,--output", o->out, "output GGUF file")->required();
   std::string archs;
   for (const std::string& n : architecture_names()) archs += (archs.empty() ? "" : ", ") + n;
-  cmd->add_option("--arch", o->arch, "architecture (default llama): " + archs);
-  cmd->add_option("--preset", o->preset, "shape: mini, tinyllama-1.1b or llama-7b");
+  cmd->add_option("--arch", o->arch, "architecture (default llama): " + archs +
+                                        "; mixtral: llama with 8 experts, 2 used");
+  cmd->add_option("--preset", o->preset, "shape: mini, tinyllama-1.1b, llama-7b or mixtral-2b (8 experts, 2 used)");
   cmd->add_option("--type", o->type,
                   "weight type: f32, f16, bf16, or a quantization type such as q4_0, q8_0, q4_k_m "
                   "(see 'tessera quantize --help'); norms stay f32");
   cmd->add_option("--seed", o->seed, "random seed");
   cmd->add_option("--vocab-from", o->vocab_from, "copy the tokenizer of this GGUF file")->check(CLI::ExistingFile);
-  for (const char* key : {"n-embd", "n-layer", "n-head", "n-head-kv", "n-ff", "n-vocab", "n-ctx"}) {
+  for (const char* key : {"n-embd", "n-layer", "n-head", "n-head-kv", "n-ff", "n-vocab", "n-ctx", "n-expert",
+                          "n-expert-used"}) {
     cmd->add_option_function<int64_t>(std::string("--") + key,
                                       [overrides, key](int64_t v) { (*overrides)[key] = v; },
                                       std::string("override the preset's ") + key)
