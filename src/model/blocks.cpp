@@ -36,6 +36,11 @@ Tensor* project(Graph& g, const LayerWeights& l, Tensor* w, Tensor* x) {
   return y;
 }
 
+Tensor* loaded_weight(Tensor* t) {
+  TESSERA_CHECK_MSG(t != nullptr, "a weight of the model's decided variant is not loaded");
+  return t;
+}
+
 Tensor* rms_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps) {
   Tensor* cur = ops::mul(g, ops::rms_norm(g, x, eps), w);
   return b ? ops::add(g, cur, b) : cur;
@@ -48,15 +53,10 @@ Tensor* layer_norm_block(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps) {
 
 namespace {
 
-/// t, a weight the decided variant has: the loader loaded it (an invariant).
-Tensor* loaded(Tensor* t) {
-  TESSERA_CHECK_MSG(t != nullptr, "a weight of the model's decided variant is not loaded");
-  return t;
-}
 
 /// t when the decided variant has `part`, else null.
 Tensor* if_has(const BlockVariant& v, Presence BlockVariant::*part, Tensor* t) {
-  return v.has(part) ? loaded(t) : nullptr;
+  return v.has(part) ? loaded_weight(t) : nullptr;
 }
 
 /// Rows [r0, r0 + n_head * head_dim) of every column of m [rows, cols], as
@@ -117,10 +117,10 @@ Tensor* input_embeddings(Graph& g, const ModelWeights& w, const BatchInputs& in)
   TESSERA_CHECK_MSG(is_decided(w.variant), "a model's block variant is decided when its weights are made");
   Tensor* x = ops::get_rows(g, w.token_embd, in.tokens);  // [n_embd, n_tokens]
   if (w.variant.token_types) {  // every token is of type 0: row 0, added to each
-    Tensor* types = loaded(w.token_types);
+    Tensor* types = loaded_weight(w.token_types);
     x = ops::add(g, x, ops::view(g, types, {types->ne[0], 1, 1, 1}, types->nb, 0));
   }
-  if (w.variant.learned_positions()) x = ops::add(g, x, ops::get_rows(g, loaded(w.position_embd), in.positions));
+  if (w.variant.learned_positions()) x = ops::add(g, x, ops::get_rows(g, loaded_weight(w.position_embd), in.positions));
   return x;
 }
 
@@ -138,7 +138,7 @@ QkvProjections qkv_projections(Graph& g, const HParams& h, const BlockVariant& v
   if (!separate || l.wqkv != nullptr) {  // in the file, or the parts joined at load
     const int64_t n_q = h.n_embd_q();
     const int64_t n_kv = h.n_embd_kv();
-    TESSERA_CHECK_MSG(loaded(l.wqkv)->ne[1] == n_q + 2 * n_kv, "wqkv must hold the rows of wq, wk and wv");
+    TESSERA_CHECK_MSG(loaded_weight(l.wqkv)->ne[1] == n_q + 2 * n_kv, "wqkv must hold the rows of wq, wk and wv");
     const bool separate_biases = bq != nullptr;  // of parts fused at load
     Tensor* bqkv = separate ? nullptr : if_has(v, &BlockVariant::qkv_bias, l.bqkv);
     Tensor* qkv = biased(project(g, l, l.wqkv, x), bqkv);  // [n_q + 2 n_kv, n_tokens]
@@ -153,15 +153,15 @@ QkvProjections qkv_projections(Graph& g, const HParams& h, const BlockVariant& v
     }
     return p;
   }
-  return {ops::reshape(g, clamped(biased(project(g, l, loaded(l.wq), x), bq)), {hd, h.n_head, n_tokens, 1}),
-          ops::reshape(g, clamped(biased(project(g, l, loaded(l.wk), x), bk)), {hd, h.n_head_kv, n_tokens, 1}),
-          ops::reshape(g, clamped(biased(project(g, l, loaded(l.wv), x), bv)), {hd, h.n_head_kv, n_tokens, 1})};
+  return {ops::reshape(g, clamped(biased(project(g, l, loaded_weight(l.wq), x), bq)), {hd, h.n_head, n_tokens, 1}),
+          ops::reshape(g, clamped(biased(project(g, l, loaded_weight(l.wk), x), bk)), {hd, h.n_head_kv, n_tokens, 1}),
+          ops::reshape(g, clamped(biased(project(g, l, loaded_weight(l.wv), x), bv)), {hd, h.n_head_kv, n_tokens, 1})};
 }
 
 Tensor* rope_factors(const HParams& h, const ModelWeights& w, int64_t n_ctx_per_seq) {
-  if (w.variant.has(&BlockVariant::rope_freqs)) return loaded(w.rope_freqs);
+  if (w.variant.has(&BlockVariant::rope_freqs)) return loaded_weight(w.rope_freqs);
   if (w.variant.has(&BlockVariant::long_rope)) {
-    return n_ctx_per_seq > h.n_ctx_orig ? loaded(w.rope_factors_long) : loaded(w.rope_factors_short);
+    return n_ctx_per_seq > h.n_ctx_orig ? loaded_weight(w.rope_factors_long) : loaded_weight(w.rope_factors_short);
   }
   return nullptr;
 }
@@ -176,7 +176,7 @@ QkvProjections whole_qk_norm(Graph& g, const HParams& h, const BlockVariant& v, 
                              const QkvProjections& p) {
   if (!v.qk_norm_whole) return p;
   auto normed = [&](Tensor* t, Tensor* w, Tensor* b) {  // t [head_dim, heads, n_tokens]
-    Tensor* rows = norm_block(g, h, v, token_rows(g, t), loaded(w), b);  // [head_dim * heads, n_tokens]
+    Tensor* rows = norm_block(g, h, v, token_rows(g, t), loaded_weight(w), b);  // [head_dim * heads, n_tokens]
     return ops::reshape(g, rows, {t->ne[0], t->ne[1], t->ne[2], 1});
   };
   return {normed(p.q, l.attn_q_norm, l.attn_q_norm_b), normed(p.k, l.attn_k_norm, l.attn_k_norm_b), p.v};
@@ -186,7 +186,7 @@ Tensor* layer_mask(const HParams& h, const BatchInputs& in, int64_t il) {
   if (!h.mixed_swa()) return in.kq_mask;
   TESSERA_CHECK_MSG(il >= 0, "a model whose layers differ in their window needs the layer of each attention");
   TESSERA_CHECK_MSG(in.swa_mask, "a model whose layers differ in their window needs both masks");
-  return h.layer_swa(il) ? loaded(in.kq_mask_swa) : in.kq_mask;
+  return h.layer_swa(il) ? loaded_weight(in.kq_mask_swa) : in.kq_mask;
 }
 
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
@@ -215,7 +215,7 @@ Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const
 
 Tensor* attn_output(Graph& g, const BlockVariant& v, const LayerWeights& l, Tensor* attn) {
   Tensor* out = project(g, l, l.wo, attn);
-  return v.has(&BlockVariant::out_bias) ? ops::add(g, out, loaded(l.bo)) : out;
+  return v.has(&BlockVariant::out_bias) ? ops::add(g, out, loaded_weight(l.bo)) : out;
 }
 
 namespace {
@@ -237,7 +237,7 @@ Tensor* activate(Graph& g, Tensor* t, Activation act) {
 Tensor* ffn_block(Graph& g, Tensor* x, const BlockVariant& v, const LayerWeights& l) {
   Tensor* hidden = nullptr;
   if (v.ffn == FfnKind::GatedFused || (v.ffn == FfnKind::Gated && l.ffn_gate_up != nullptr)) {
-    const int64_t n_ff = loaded(l.ffn_gate_up)->ne[1] / 2;
+    const int64_t n_ff = loaded_weight(l.ffn_gate_up)->ne[1] / 2;
     TESSERA_CHECK_MSG(l.ffn_gate_up->ne[1] == 2 * n_ff && l.ffn_down->ne[0] == n_ff,
                       "ffn_gate_up must hold the rows of gate and up");
     Tensor* gu = project(g, l, l.ffn_gate_up, x);  // [2 n_ff, n_tokens]
@@ -246,13 +246,13 @@ Tensor* ffn_block(Graph& g, Tensor* x, const BlockVariant& v, const LayerWeights
     Tensor* ux = ops::view(g, gu, {n_ff, gu->ne[1], 1, 1}, nb, size_t(n_ff) * nb[0]);
     hidden = ops::mul(g, activate(g, gx, v.act), ux);
   } else if (v.ffn == FfnKind::Gated) {
-    hidden = ops::mul(g, activate(g, project(g, l, loaded(l.ffn_gate), x), v.act), project(g, l, loaded(l.ffn_up), x));
+    hidden = ops::mul(g, activate(g, project(g, l, loaded_weight(l.ffn_gate), x), v.act), project(g, l, loaded_weight(l.ffn_up), x));
   } else {
-    Tensor* up = project(g, l, loaded(l.ffn_up), x);
-    hidden = activate(g, v.has(&BlockVariant::up_bias) ? ops::add(g, up, loaded(l.ffn_up_b)) : up, v.act);
+    Tensor* up = project(g, l, loaded_weight(l.ffn_up), x);
+    hidden = activate(g, v.has(&BlockVariant::up_bias) ? ops::add(g, up, loaded_weight(l.ffn_up_b)) : up, v.act);
   }
   Tensor* out = project(g, l, l.ffn_down, hidden);
-  return v.has(&BlockVariant::down_bias) ? ops::add(g, out, loaded(l.ffn_down_b)) : out;
+  return v.has(&BlockVariant::down_bias) ? ops::add(g, out, loaded_weight(l.ffn_down_b)) : out;
 }
 
 Tensor* norm_block(Graph& g, const HParams& h, const BlockVariant& v, Tensor* x, Tensor* w, Tensor* b) {
@@ -265,7 +265,7 @@ namespace {
 /// A block's output on its way into the residual: its post-norm (w, when the variant has
 /// post-norms), times h.residual_scale.
 Tensor* into_residual(Graph& g, const HParams& h, const BlockVariant& v, Tensor* out, Tensor* w) {
-  if (v.post_norms) out = norm_block(g, h, v, out, loaded(w), nullptr);
+  if (v.post_norms) out = norm_block(g, h, v, out, loaded_weight(w), nullptr);
   return h.residual_scale != 1.0f ? ops::scale(g, out, h.residual_scale) : out;
 }
 
@@ -328,7 +328,7 @@ Tensor* decoder_stack(Graph& g, const HParams& h, const ModelWeights& w, const B
 }
 
 Tensor* logits_block(Graph& g, const ModelWeights& w, Tensor* x) {
-  return ops::mul_mat(g, w.variant.has(&BlockVariant::output) ? loaded(w.output) : w.token_embd, x);
+  return ops::mul_mat(g, w.variant.has(&BlockVariant::output) ? loaded_weight(w.output) : w.token_embd, x);
 }
 
 const Tensor* logits_product(const Tensor* logits) {

@@ -57,6 +57,9 @@ struct BatchInputs {
 /// Creates the input tensors of `in` (shapes from its counts) as graph inputs.
 void create_batch_inputs(Graph& g, BatchInputs& in);
 
+/// t, a weight of the model's decided variant: the loader loaded it (an invariant, CHECKed).
+Tensor* loaded_weight(Tensor* t);
+
 /// w x (mul_mat), plus the layer's LoRA updates of w: scale * b (a x) for each.
 Tensor* project(Graph& g, const LayerWeights& l, Tensor* w, Tensor* x);
 

@@ -11,11 +11,6 @@
 namespace tessera {
 namespace {
 
-Tensor* loaded_weight(Tensor* t) {
-  TESSERA_CHECK_MSG(t != nullptr, "a weight of the model's decided variant is not loaded");
-  return t;
-}
-
 /// The routing of x [n_embd, n_tokens]: the chosen experts' ids I32 [n_used, n_tokens]
 /// and their weights F32 [n_used, n_tokens].
 struct Routing {
