@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,8 @@ struct ModelInfo {
   bool encoder = false;
   /// <arch>.pooling_type by name ("none", "mean", "cls", "last", "rank"); "" when absent.
   std::string pooling;
+  /// A reranker's classification head (cls.weight): Model::classify can score.
+  bool rank_head = false;
   std::vector<std::string> adapters;  // the adapter files applied, in order
   std::vector<float> adapter_scales;  // their user scales at load (AdapterSpec::scale), in order
 };
@@ -106,6 +109,11 @@ class Model {
   /// or "none"); a file whose vocabulary does not load (mistyped, unsupported) is refused.
   const Tokenizer* tokenizer() const;
   const gguf::File& file() const;
+  /// A reranker's classification head on the first token's final state x [n_embd]:
+  /// tanh(cls·x + cls.bias), then cls.output·(that) + its bias when the file has them (as
+  /// the reference's rank pooling). The first element is the relevance score. Needs
+  /// ModelInfo::rank_head.
+  std::vector<float> classify(std::span<const float> x) const;
 
   /// Internal state, for the runtime.
   const detail::ModelImpl& impl() const { return *impl_; }

@@ -29,6 +29,9 @@ struct SynthParams {
   /// of the architecture has experts.
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
+  /// A reranker: pooling_type rank and a classification head (cls, cls.output); the
+  /// architecture must have one (bert).
+  bool rank_head = false;
   DType type = DType::F16;  // of the matrices: F32, F16 or BF16; 1-D tensors are F32
   uint64_t seed = 42;
   /// Writes the tokenizer.* keys (their token count is the model's n_vocab); null: no

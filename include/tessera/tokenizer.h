@@ -86,6 +86,8 @@ class Tokenizer {
   TokenId bos() const;
   TokenId eos() const;
   TokenId unk() const;
+  /// The separator ([SEP] of BERT vocabularies: tokenizer.ggml.seperator_token_id).
+  TokenId sep() const;
   /// Whether encode(..., add_special=true) prepends BOS / appends EOS.
   bool add_bos_token() const;
   bool add_eos_token() const;

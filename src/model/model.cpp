@@ -193,6 +193,7 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<gguf::File> file
   const Tensor* embd = impl->weights.token_embd;
   const bool tied = impl->weights.variant.output == Presence::No && impl->weights.variant.logits;
   info.encoder = !impl->weights.variant.logits;
+  info.rank_head = impl->weights.variant.has(&BlockVariant::rank_head);
   static constexpr const char* kPoolings[] = {"none", "mean", "cls", "last", "rank"};
   if (hp->pooling_type >= 0) info.pooling = kPoolings[hp->pooling_type];
   for (const AdapterSpec& a : params.adapters) {

@@ -64,9 +64,12 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   // What the variant reads from keys of its own: token type rows, and an encoder's
   // non-causal attention and pooling (mean, as the encoders' goldens use).
   if (arch->variant.token_types) w.set("tokenizer.ggml.token_type_count", uint32_t(2));
+  if (p.rank_head && arch->variant.rank_head == Presence::No) {
+    return Status::error("synth: architecture '" + p.arch + "' has no reranker's classification head");
+  }
   if (!arch->variant.logits) {
     w.set(a + "attention.causal", false);
-    w.set(a + "pooling_type", uint32_t(1));
+    w.set(a + "pooling_type", uint32_t(p.rank_head ? 4 : 1));
   }
 
   // What the architecture leaves to keys, from how it encodes positions: RoPE's dims and
@@ -108,6 +111,7 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   int64_t layer = -1;
   BlockVariant chosen = arch->variant;
   if (chosen.moe == Presence::Either) chosen.moe = experts ? Presence::Yes : Presence::No;
+  if (p.rank_head) chosen.rank_head = chosen.rank_out = Presence::Yes;
   for_each_weight(arch->weights, *h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
     // Optional tensors are left out, except an untied output, as most real files have it
     // (and the output projection then gets the repacked GEMM path, as in benchmarks).
@@ -122,8 +126,9 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
     const bool f32 = n_dims == 1 || spec.model_field == &ModelWeights::token_types ||
                      spec.layer_field == &LayerWeights::ffn_gate_inp;
     const DType t = f32 ? DType::F32 : p.type;
-    // 1-D weights are norms (a multiplier of 1); biases and matrices are small.
-    const bool is_norm = n_dims == 1 && name.ends_with(".weight");
+    // 1-D weights are norms (a multiplier of 1), except one-row matrices; biases and
+    // matrices are small.
+    const bool is_norm = n_dims == 1 && !spec.matrix && name.ends_with(".weight");
     const float mean = is_norm ? 1.0f : 0.0f;
     const float stddev = is_norm ? 0.0f : 0.02f;
     const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];

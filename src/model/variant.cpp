@@ -22,7 +22,7 @@ constexpr Presence BlockVariant::*kChoices[] = {
     &BlockVariant::norm_bias, &BlockVariant::second_norm, &BlockVariant::qkv_bias,
     &BlockVariant::out_bias,  &BlockVariant::up_bias,     &BlockVariant::down_bias,
     &BlockVariant::rope_freqs, &BlockVariant::long_rope, &BlockVariant::output,
-    &BlockVariant::moe,
+    &BlockVariant::moe,       &BlockVariant::rank_head,   &BlockVariant::rank_out,
 };
 
 /// The keys a mixture-of-experts variant needs, or their absence without one.
@@ -84,6 +84,16 @@ Result<BlockVariant> decide_variant(const Arch& arch, const HParams& h,
   }
   v.positions = bit;
   TESSERA_RETURN_IF_ERROR(check_experts(v, h, arch_name));
+  if (v.rank_out == Presence::Yes && v.rank_head != Presence::Yes) {
+    return Status::error("model: tensor 'cls.output.weight' projects the classification head 'cls.weight', which "
+                         "the file lacks");
+  }
+  if (h.pooling_type == 4 && v.rank_head != Presence::Yes) {
+    return Status::error("model: " + arch_name + ".pooling_type is 4 (rank), but the file has no classification "
+                         "head (tensor 'cls.weight'" + (arch.variant.rank_head == Presence::No
+                                                           ? ", which " + arch_name + " files do not have)"
+                                                           : ")"));
+  }
   if (v.rope() && h.rope_mode != v.rope_mode) {
     return Status::error("model: " + arch_name + " RoPE mode differs from its block variant's");
   }

@@ -128,6 +128,12 @@ struct BlockVariant {
   /// Post-norm layers (BERT): x = norm(x + attn(x)) with attn_output_norm, then
   /// x = norm(x + ffn(x)) with layer_output_norm; no attn_norm or ffn_norm.
   bool post_norm = false;
+  /// cls.weight [n_embd, n_embd], cls.bias: a reranker's classification head (BERT with
+  /// pooling_type rank): tanh(cls·x + b) of the first token's final state x.
+  Presence rank_head = Presence::No;
+  /// cls.output.weight [n_embd, 1], cls.output.bias: the head's projection to one score
+  /// (absent: the score is the first element of tanh(...), as the reference reads it).
+  Presence rank_out = Presence::No;
   /// False: an encoder. The graph ends at the final hidden states of the output tokens
   /// (no output_norm, no output matrix, no logits); the runtime serves embeddings only.
   bool logits = true;

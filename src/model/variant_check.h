@@ -104,6 +104,8 @@ constexpr Presence model_presence(const BlockVariant& v, Tensor* MW::*f) {
   if (f == &MW::rope_factors_long || f == &MW::rope_factors_short) return v.long_rope;
   if (f == &MW::output_norm_b) return both(when(v.logits), v.norm_bias);
   if (f == &MW::output) return v.logits ? v.output : Presence::No;
+  if (f == &MW::cls || f == &MW::cls_b) return v.rank_head;
+  if (f == &MW::cls_out || f == &MW::cls_out_b) return v.rank_out;
   return Presence::No;
 }
 
@@ -145,7 +147,9 @@ inline constexpr NamedModelField kModelFields[] = {
     {&MW::rope_freqs, "rope_freqs.weight"},        {&MW::rope_factors_long, "rope_factors_long.weight"},
     {&MW::rope_factors_short, "rope_factors_short.weight"}, {&MW::output_norm, "output_norm.weight"},
     {&MW::output_norm_b, "output_norm.bias"},      {&MW::output, "output.weight"},
-    {&MW::token_types, "token_types.weight"},
+    {&MW::token_types, "token_types.weight"},      {&MW::cls, "cls.weight"},
+    {&MW::cls_b, "cls.bias"},                      {&MW::cls_out, "cls.output.weight"},
+    {&MW::cls_out_b, "cls.output.bias"},
 };
 
 }  // namespace variant_detail
@@ -199,6 +203,12 @@ constexpr const char* variant_error(const BlockVariant& v) {
   }
   if (v.moe != Presence::No && (v.ffn != FfnKind::Gated || v.act != Activation::Silu)) {
     return "the experts are SwiGLU: a dense alternative must be gated SiLU too";
+  }
+  if (v.rank_head != Presence::No && v.logits) {
+    return "a reranker's classification head belongs to an encoder";
+  }
+  if (v.rank_out != Presence::No && v.rank_head == Presence::No) {
+    return "cls.output projects the output of cls: it needs the head";
   }
   if (v.leading_dense && v.moe != Presence::Yes) {
     return "leading dense layers need experts in every file";

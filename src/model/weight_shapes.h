@@ -38,5 +38,10 @@ inline Shape down_exps(const HParams& h) { return {h.n_ff_exp, h.n_embd, h.n_exp
 inline Shape up_shexp(const HParams& h) { return {h.n_embd, h.n_ff_shexp, 1, 1}; }
 inline Shape down_shexp(const HParams& h) { return {h.n_ff_shexp, h.n_embd, 1, 1}; }
 inline Shape shexp_gate(const HParams& h) { return {h.n_embd, 1, 1, 1}; }
+/// A reranker's head (cls.weight [n_embd, n_embd], its bias embd), its score projection
+/// cls.output.weight [n_embd, 1] and that one's bias [1].
+inline Shape cls(const HParams& h) { return {h.n_embd, h.n_embd, 1, 1}; }
+inline Shape score(const HParams& h) { return {h.n_embd, 1, 1, 1}; }
+inline Shape one(const HParams&) { return {1, 1, 1, 1}; }
 
 }  // namespace tessera::shapes

@@ -101,6 +101,10 @@ struct ModelWeights {
   Tensor* output_norm = nullptr;       // [n_embd]
   Tensor* output_norm_b = nullptr;     // [n_embd]
   Tensor* output = nullptr;            // [n_embd, n_vocab]; null when tied to token_embd
+  Tensor* cls = nullptr;               // [n_embd, n_embd]: a reranker's head (BlockVariant::rank_head)
+  Tensor* cls_b = nullptr;             // [n_embd]
+  Tensor* cls_out = nullptr;           // [n_embd, 1]: its score projection (rank_out)
+  Tensor* cls_out_b = nullptr;         // [1]
   std::vector<LayerWeights> layers;
   /// The block variant this model's file chose (no Either left): what the blocks build.
   BlockVariant variant;
@@ -127,8 +131,8 @@ struct WeightSpec {
 
 /// Helpers that read like a table: global("output.weight", &ModelWeights::output, ...).
 constexpr WeightSpec global(const char* name, Tensor* ModelWeights::*field, ShapeFn shape,
-                            bool required = true) {
-  return WeightSpec{name, field, nullptr, shape, required};
+                            bool required = true, bool matrix = false) {
+  return WeightSpec{name, field, nullptr, shape, required, matrix};
 }
 constexpr WeightSpec per_layer(const char* name, Tensor* LayerWeights::*field, ShapeFn shape,
                                bool required = true, bool matrix = false) {

@@ -117,6 +117,9 @@ Status EngineImpl::validate(const GenerationRequest& r) const {
     return Status::error("embeddings are not enabled on this server (start it with --embeddings)");
   }
   if (r.embedding && r.n_choices != 1) return Status::error("n: an embedding request has one result");
+  if (r.embedding && r.pooling == Pooling::Rank && !model_.info().rank_head) {
+    return Status::error("pooling: 'rank' needs a reranker (a model with a classification head, cls.weight)");
+  }
   if (model_.info().encoder) {
     if (!r.embedding) {
       return Status::error("this model (" + model_.info().arch + ") is an encoder: it computes embeddings, not text");

@@ -318,7 +318,8 @@ void EngineImpl::collect_embeddings(Running& r, const Batch& batch) {
     r.stream->set_token_embeddings(std::move(rows));
   } else {
     std::vector<float> v = pool_embeddings(r.embd_rows, n_embd, r.req.pooling);
-    if (r.req.normalize) normalize_l2(v);
+    if (r.req.pooling == Pooling::Rank) v = model_.classify(v);  // scores: never normalised
+    if (r.req.normalize && r.req.pooling != Pooling::Rank) normalize_l2(v);
     r.stream->set_embedding(std::move(v));
   }
   r.embd_rows.clear();

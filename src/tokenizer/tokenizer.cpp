@@ -154,6 +154,7 @@ int32_t Tokenizer::n_vocab() const { return vocab_->size(); }
 TokenId Tokenizer::bos() const { return vocab_->special().bos; }
 TokenId Tokenizer::eos() const { return vocab_->special().eos; }
 TokenId Tokenizer::unk() const { return vocab_->special().unk; }
+TokenId Tokenizer::sep() const { return vocab_->special().sep; }
 bool Tokenizer::add_bos_token() const { return vocab_->flags().add_bos; }
 bool Tokenizer::add_eos_token() const { return vocab_->flags().add_eos; }
 

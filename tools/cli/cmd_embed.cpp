@@ -20,7 +20,8 @@ struct EmbedOptions {
   PlacementOptions placement;  // --layers, --mpi, --mpi-layers
   std::string model;
   std::string prompt;
-  std::string pooling;  // "": the file's pooling_type (mean, cls, last), else mean
+  std::string query;  // with a reranker: score the pair (query, prompt)
+  std::string pooling;  // "": the file's pooling_type (mean, cls, last, rank), else mean
   bool normalize = false;
   int threads = default_threads();
 };
@@ -28,7 +29,7 @@ struct EmbedOptions {
 /// --pooling when given, else the file's pooling_type when it is one of ours, else mean.
 std::string pooling_choice(const EmbedOptions& o, const ModelInfo& info) {
   if (!o.pooling.empty()) return o.pooling;
-  for (const char* p : {"mean", "cls", "last"}) {
+  for (const char* p : {"mean", "cls", "last", "rank"}) {
     if (info.pooling == p) return info.pooling;
   }
   return "mean";
@@ -41,9 +42,16 @@ int run_embed(const EmbedOptions& o) {
   if (!model) return fail(model.status().message());
   Result<Pooling> pooling = parse_pooling(pooling_choice(o, (*model)->info()));
   if (!pooling) return fail("embed: " + pooling.status().message());
+  if (*pooling == Pooling::Rank && !(*model)->info().rank_head) {
+    return fail("embed: pooling 'rank' needs a reranker (a model with a classification head, cls.weight)");
+  }
   const Tokenizer* tok = (*model)->tokenizer();
   if (!tok) return fail(model_file_name(o.model) + ": the model has no usable tokenizer, so it cannot take text");
-  const std::vector<TokenId> tokens = tok->encode(o.prompt, tok->add_bos_token());
+  if (!o.query.empty() && *pooling != Pooling::Rank) {
+    return fail("embed: --query scores a (query, document) pair with a reranker: it needs pooling rank");
+  }
+  const std::vector<TokenId> tokens =
+      o.query.empty() ? tok->encode(o.prompt, tok->add_bos_token()) : rerank_tokens(*tok, o.query, o.prompt);
   if (tokens.empty()) return fail("embed: the text is empty and the model adds no BOS token");
   if (const int64_t n_train = (*model)->info().n_ctx_train; n_train > 0 && int64_t(tokens.size()) > n_train) {
     std::fprintf(stderr, "tessera: warning: %zu tokens exceed the model's training context of %lld\n", tokens.size(),
@@ -69,6 +77,7 @@ int run_embed(const EmbedOptions& o) {
     rows.insert(rows.end(), e.begin(), e.end());
   }
   std::vector<float> embedding = pool_embeddings(rows, n_embd, *pooling);
+  if (*pooling == Pooling::Rank) embedding = (*model)->classify(embedding);
   if (o.normalize) normalize_l2(embedding);
 
   nlohmann::json out;
@@ -78,6 +87,7 @@ int run_embed(const EmbedOptions& o) {
   out["pooling"] = std::string(pooling_name(*pooling));
   out["normalized"] = o.normalize;
   out["embedding"] = embedding;
+  if (*pooling == Pooling::Rank) out["score"] = embedding.at(0);
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }
@@ -94,9 +104,13 @@ Command add_embed(CLI::App& app) {
   cmd->add_option("-p,--prompt", o->prompt, "text to embed (tokenized with the model's tokenizer, BOS added)")
       ->required();
   cmd->add_option("--pooling", o->pooling,
-                  "mean: average of the tokens; last: the last token; cls: the first token (BOS); "
+                  "mean: average of the tokens; last: the last token; cls: the first token (BOS); rank: a "
+                  "reranker's score (its classification head on the first token); "
                   "default: the model file's pooling_type, else mean")
-      ->check(CLI::IsMember({"mean", "last", "cls"}));
+      ->check(CLI::IsMember({"mean", "last", "cls", "rank"}));
+  cmd->add_option("--query", o->query,
+                  "with a reranker: score how well the prompt (a document) answers this query, the pair read as "
+                  "[CLS] query [SEP] [SEP] document [SEP] (as llama-server's /v1/rerank)");
   cmd->add_flag("--normalize", o->normalize, "scale the vector to unit Euclidean norm");
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(NumberRange(1, 512));
   return {cmd, [o] { return run_embed(*o); }};

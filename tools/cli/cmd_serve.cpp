@@ -172,9 +172,14 @@ void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
 /// llama-server's flags for its own endpoints (/embeddings, /slots, ...).
 void add_llama_server_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--pooling", f.o.pooling,
-                  "embedding pooling of requests that do not set 'pooling': mean, cls, last, or none (a vector per "
-                  "token, POST /embeddings only); default: the model file's pooling_type, else mean")
-      ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
+                  "embedding pooling of requests that do not set 'pooling': mean, cls, last, rank (a reranker's "
+                  "score), or none (a vector per token, POST /embeddings only); default: the model file's "
+                  "pooling_type, else mean")
+      ->check(CLI::IsMember({"none", "mean", "cls", "last", "rank"}));
+  // llama-server needs --reranking to serve /v1/rerank; here the model decides (a reranker
+  // file is served there, another answers 501), so the flag is accepted and changes nothing.
+  cmd->add_flag("--reranking,--rerank")->description("accepted for llama-server's command lines: POST /v1/rerank is served "
+                                        "whenever the model is a reranker (else it answers 501)");
   cmd->add_flag("--slots,!--no-slots", f.o.slots, "serve GET /slots (the default; --no-slots: 501)");
   cmd->add_option("--slot-save-path", f.o.slot_save_path,
                   "directory (existing) of the files of POST /slots/{id}?action=save|restore; without it "

@@ -41,6 +41,7 @@ struct SynthOptions {
   uint64_t seed = 42;
   Shape shape{};
   std::string vocab_from;
+  bool rerank = false;
   std::string quantize_to;  // set when --type names a quantization recipe
 };
 
@@ -109,6 +110,7 @@ int run_synth(SynthOptions& o, const std::map<std::string, int64_t>& overrides) 
   sp.n_ctx = o.shape.n_ctx;
   sp.type = *type;
   sp.seed = o.seed;
+  sp.rank_head = o.rerank;
   sp.vocab = [&o](gguf::Writer& w) {
     return o.vocab_from.empty() ? add_generated_vocab(w, o.shape.n_vocab)
                                 : copy_vocab(w, o.vocab_from, &o.shape.n_vocab);
@@ -151,6 +153,8 @@ Command add_synth(CLI::App& app) {
                   "(see 'tessera quantize --help'); norms stay f32");
   cmd->add_option("--seed", o->seed, "random seed");
   cmd->add_option("--vocab-from", o->vocab_from, "copy the tokenizer of this GGUF file")->check(CLI::ExistingFile);
+  cmd->add_flag("--rerank", o->rerank,
+                "a reranker (--arch bert): pooling_type rank and a classification head (cls, cls.output)");
   for (const char* key : {"n-embd", "n-layer", "n-head", "n-head-kv", "n-ff", "n-vocab", "n-ctx", "n-expert",
                           "n-expert-used"}) {
     cmd->add_option_function<int64_t>(std::string("--") + key,

@@ -35,6 +35,9 @@ void handle_slot_action(ServerContext& ctx, const HttpRequest& req, HttpResponse
 /// POST /embeddings, /embedding (embedding_endpoints.cpp): llama-server's shape,
 /// [{index, embedding: [[...]]}]: one row pooled, or one per token with pooling "none".
 void handle_llama_embeddings(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
+/// POST /v1/rerank, /rerank, /v1/reranking, /reranking (rerank_endpoint.cpp): a reranker's
+/// scores of documents against a query, in Jina's or TEI's shape.
+void handle_rerank(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);
 
 // Service (service_endpoints.cpp)
 void handle_health(ServerContext& ctx, const HttpRequest& req, HttpResponse& res);

@@ -328,12 +328,12 @@ bool Job::truncated() const {
   return std::any_of(prompt_truncated.begin(), prompt_truncated.end(), [](bool t) { return t; });
 }
 
-/// --pooling when given, else the pooling the model's file names (none, mean, cls, last),
+/// --pooling when given, else the pooling the model's file names (none, mean, cls, last, rank),
 /// else mean.
 std::string default_pooling(const ServerContext& ctx) {
   if (!ctx.options.pooling.empty()) return ctx.options.pooling;
   const std::string file = ctx.model ? ctx.model->info().pooling : std::string();
-  for (const char* p : {"none", "mean", "cls", "last"}) {
+  for (const char* p : {"none", "mean", "cls", "last", "rank"}) {
     if (file == p) return file;
   }
   return "mean";

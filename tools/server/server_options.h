@@ -49,7 +49,7 @@ struct ServerOptions {
   bool embeddings = false;
   bool slots = true;  // GET /slots (--no-slots: 501)
   std::string slot_save_path;  // --slot-save-path: POST /slots/{id} save/restore files (empty: 501)
-  std::string pooling;  // --pooling: none, mean, cls, last (a request's `pooling` overrides it);
+  std::string pooling;  // --pooling: none, mean, cls, last, rank (a request's `pooling` overrides it);
                         // "": the model file's pooling_type, else mean
   std::string cors_origin;  // empty: no CORS headers
   bool webui = true;

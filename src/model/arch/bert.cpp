@@ -4,7 +4,9 @@
 // token_types to the token embeddings, normalise them (token_embd_norm), run post-norm
 // layers with non-causal attention (attention.causal false) and end at the final hidden
 // states: no output norm, no output matrix, no logits. The pooling the file names
-// (pooling_type) is applied by whoever reads the embeddings (tessera/embedding.h).
+// (pooling_type) is applied by whoever reads the embeddings (tessera/embedding.h). A BERT
+// reranker (pooling_type rank) also has a classification head, cls and cls.output, that
+// Model::classify applies to the first token's state.
 #include "model/arch.h"
 #include "model/variant_check.h"
 #include "model/weight_lists.h"
@@ -47,6 +49,10 @@ constexpr auto kBertWeights = join_weights(kEncoderInputs, std::array{
     per_layer("blk.{}.ffn_up.bias", &LW::ffn_up_b, shapes::ff),
     per_layer("blk.{}.ffn_down.weight", &LW::ffn_down, shapes::down),
     per_layer("blk.{}.ffn_down.bias", &LW::ffn_down_b, shapes::embd),
+    global("cls.weight", &MW::cls, shapes::cls, false),
+    global("cls.bias", &MW::cls_b, shapes::embd, false),
+    global("cls.output.weight", &MW::cls_out, shapes::score, false, /*matrix=*/true),
+    global("cls.output.bias", &MW::cls_out_b, shapes::one, false),
 }, kPostNorms);
 
 constexpr auto kNomicWeights = join_weights(kEncoderInputs, std::array{
@@ -75,6 +81,8 @@ constexpr BlockVariant kBertVariant{
     .output = Presence::No,
     .token_types = true,
     .post_norm = true,
+    .rank_head = Presence::Either,
+    .rank_out = Presence::Either,
     .logits = false,
 };
 static_assert(variant_error(kBertVariant) == nullptr);
@@ -99,7 +107,7 @@ constexpr BlockVariant kNomicVariant{
 static_assert(variant_error(kNomicVariant) == nullptr);
 static_assert(weights_error(kNomicWeights, kNomicVariant) == nullptr);
 
-/// What both encoders refuse: a reranker's head, a file without its token type count, and
+/// What both encoders refuse: a file without its token type count, and
 /// token_types that are not F32 (the row is added to F32 activations, as the reference
 /// adds it; its converter always writes them F32).
 Status check_encoder(const gguf::File& file, const HParams& h) {
@@ -107,10 +115,6 @@ Status check_encoder(const gguf::File& file, const HParams& h) {
   if (types != nullptr && types->type != DType::F32) {
     return Status::error("model: tensor 'token_types.weight' is " + std::string(dtype_name(types->type)) +
                          ": " + h.arch + " needs it F32");
-  }
-  if (h.pooling_type == 4) {
-    return Status::error("model: " + h.arch +
-                         ".pooling_type 4 (rank: a reranker's classifier head, cls.output) is not supported");
   }
   if (h.n_token_types < 1) {
     return Status::error("model: key 'tokenizer.ggml.token_type_count' is missing (the rows of " + h.arch +
