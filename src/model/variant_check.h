@@ -65,6 +65,7 @@ constexpr Presence ffn_presence(const BlockVariant& v, Tensor* LW::*f) {
   return Presence::No;
 }
 
+/// Whether f holds a tensor of multi-head latent attention's own (attn_q aside).
 constexpr bool is_mla_field(Tensor* LW::*f) {
   return f == &LW::wq_a || f == &LW::attn_q_a_norm || f == &LW::wq_b || f == &LW::wkv_a_mqa ||
          f == &LW::attn_kv_a_norm || f == &LW::wkv_b;

@@ -44,6 +44,10 @@ TEST(ArchsVariant, TheChecksRefuseWhatTheBlocksCannotBuild) {
   EXPECT_NE(variant_error(kNoFfnNorm), nullptr);
   constexpr BlockVariant kLearnedOrRope{.positions = kLearnedPositions | kRopePositions};
   EXPECT_NE(variant_error(kLearnedOrRope), nullptr);
+  constexpr BlockVariant kFusedMla{.qkv = QkvLayout::Fused, .mla = true};
+  EXPECT_NE(variant_error(kFusedMla), nullptr);
+  constexpr BlockVariant kLowRankQWithoutMla{.q_lora = Presence::Yes};
+  EXPECT_NE(variant_error(kLowRankQWithoutMla), nullptr);
 
   // A LLaMA list with an up bias: the gated variant does not use it, and says which.
   constexpr BlockVariant kLlama{};
