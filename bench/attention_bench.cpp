@@ -67,6 +67,7 @@ void run(benchmark::State& state, Isa isa, bool direct) {
   t.rows = kRows;
   t.n = n;
   t.hd = kHd;
+  t.vd = kHd;
   for (int r = 0; r < kRows; ++r) {
     t.q[r] = b.q.data() + r * kHd;
     t.out[r] = b.out.data() + r * kHd;

@@ -150,7 +150,7 @@ void check_attention(const Tensor* q, const Tensor* k, const Tensor* v, const Te
   TESSERA_CHECK(softcap >= 0 && std::isfinite(softcap));
   const int64_t hd = q->ne[0];
   TESSERA_CHECK(q->type == DType::F32 && k->type == v->type);
-  TESSERA_CHECK(k->ne[0] == hd && v->ne[0] == hd && k->ne[1] == v->ne[1] && k->ne[2] == v->ne[2]);
+  TESSERA_CHECK(k->ne[0] == hd && v->ne[0] > 0 && k->ne[1] == v->ne[1] && k->ne[2] == v->ne[2]);
   TESSERA_CHECK(q->ne[3] == 1 && k->ne[3] == 1 && v->ne[3] == 1 && q->ne[2] % k->ne[2] == 0);
   if (mask) {
     TESSERA_CHECK(mask->type == DType::F32 && mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1]);
@@ -163,7 +163,7 @@ void check_attention(const Tensor* q, const Tensor* k, const Tensor* v, const Te
 Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
                   float max_bias, float softcap) {
   check_attention(q, k, v, mask, max_bias, softcap);
-  Tensor* t = new_node(g, Op::Attention, DType::F32, {q->ne[0], q->ne[2], q->ne[1], 1}, q, k, v);
+  Tensor* t = new_node(g, Op::Attention, DType::F32, {v->ne[0], q->ne[2], q->ne[1], 1}, q, k, v);
   t->src[3] = mask;
   t->params = AttentionParams{scale, max_bias, softcap};
   return t;
@@ -286,6 +286,7 @@ AttentionGrads attention_back(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor*
   TESSERA_CHECK(dout->type == DType::F32 && dout->ne[0] == q->ne[0] && dout->ne[1] == q->ne[2] &&
                 dout->ne[2] == q->ne[1] && dout->ne[3] == 1);
   check_attention(q, k, v, mask, max_bias, softcap);
+  TESSERA_CHECK_MSG(v->ne[0] == q->ne[0], "attention_back: values of another head size than the keys");
   const int64_t n_q = q->ne[0] * q->ne[1] * q->ne[2];
   const int64_t n_k = k->ne[0] * k->ne[1] * k->ne[2];
   Tensor* packed = new_node(g, Op::AttentionBack, DType::F32, {n_q + 2 * n_k, 1, 1, 1}, q, k, v);

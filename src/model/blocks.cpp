@@ -79,7 +79,7 @@ Tensor* token_rows(Graph& g, Tensor* t) {
 }
 
 /// Attention of batch tokens [t0, t0 + gr.n_tokens) over cells [gr.kv_begin, + gr.n_kv),
-/// whose mask starts at element m0 of kq_mask: merged heads [head_dim, n_head, n_tokens].
+/// whose mask starts at element m0 of kq_mask: merged heads [head_dim_v, n_head, n_tokens].
 Tensor* attend_group(Graph& g, const HParams& h, Tensor* kq_mask, Tensor* k_all, Tensor* v_all,
                      Tensor* q, const AttnGroup& gr, int64_t t0, int64_t m0) {
   const int64_t hd = h.head_dim;
@@ -90,7 +90,10 @@ Tensor* attend_group(Graph& g, const HParams& h, Tensor* kq_mask, Tensor* k_all,
   const size_t first = size_t(gr.kv_begin) * row;
   // keys and values: [head_dim, n_kv, n_head_kv]
   Tensor* keys = ops::view(g, k_all, {hd, nk, h.n_head_kv, 1}, {elt, row, hd * elt, row * nk}, first);
-  Tensor* values = ops::view(g, v_all, {hd, nk, h.n_head_kv, 1}, {elt, row, hd * elt, row * nk}, first);
+  const int64_t vd = h.head_dim_v;
+  const size_t v_row = v_all->nb[1];
+  Tensor* values = ops::view(g, v_all, {vd, nk, h.n_head_kv, 1}, {elt, v_row, vd * elt, v_row * nk},
+                             size_t(gr.kv_begin) * v_row);
   Tensor* mask = ops::view(g, kq_mask, {nk, nt, 1, 1},
                            {sizeof(float), nk * sizeof(float), nk * nt * sizeof(float), nk * nt * sizeof(float)},
                            size_t(m0) * sizeof(float));
@@ -192,7 +195,7 @@ Tensor* layer_mask(const HParams& h, const BatchInputs& in, int64_t il) {
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
                         Tensor* q, Tensor* k, Tensor* v, int64_t il) {
   const int64_t n_tokens = in.n_tokens;
-  TESSERA_CHECK(k->ne[0] * k->ne[1] == h.n_embd_kv() && v->ne[0] * v->ne[1] == h.n_embd_kv());
+  TESSERA_CHECK(k->ne[0] * k->ne[1] == h.n_embd_kv() && v->ne[0] * v->ne[1] == h.n_embd_v());
 
   // Store this batch's keys and values in their cache cells; without a cache (training),
   // the batch's own keys and values are the cells, a group's window being its tokens.
@@ -209,8 +212,8 @@ Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const
     m0 += gr.n_tokens * gr.n_kv;
   }
   TESSERA_CHECK_MSG(!parts.empty() && t0 == n_tokens, "attention groups must cover the batch");
-  Tensor* merged = concat_all(g, std::move(parts), 2);  // [head_dim, n_head, n_tokens]
-  return ops::reshape(g, merged, {h.n_embd_q(), n_tokens, 1, 1});
+  Tensor* merged = concat_all(g, std::move(parts), 2);  // [head_dim_v, n_head, n_tokens]
+  return ops::reshape(g, merged, {h.head_dim_v * h.n_head, n_tokens, 1, 1});
 }
 
 Tensor* attn_output(Graph& g, const BlockVariant& v, const LayerWeights& l, Tensor* attn) {
@@ -280,7 +283,8 @@ Tensor* decoder_layer(Graph& g, const HParams& h, const ModelWeights& w, const B
   const LayerWeights& l = w.layers[size_t(il)];
   const bool rope = v.rope();
   Tensor* cur = v.pre_norm ? norm_block(g, h, v, x, l.attn_norm, l.attn_norm_b) : x;
-  const QkvProjections p = whole_qk_norm(g, h, v, l, qkv_projections(g, h, v, l, cur));  // one mul_mat when fused
+  const QkvProjections p = v.mla ? mla_projections(g, h, v, l, cur)
+                                 : whole_qk_norm(g, h, v, l, qkv_projections(g, h, v, l, cur));  // one mul_mat when fused
   Tensor* attn = attention_block(g, h, in, in.kv[size_t(il)], rope ? rope_block(g, h, w, in, p.q) : p.q,
                                  rope ? rope_block(g, h, w, in, p.k) : p.k, p.v, il);
   attn = into_residual(g, h, v, attn_output(g, v, l, attn), l.post_attn_norm);

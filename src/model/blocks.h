@@ -16,7 +16,7 @@ namespace tessera {
 /// keys and values are attended, cell c being batch token c.
 struct KvLayer {
   Tensor* k = nullptr;  // [n_embd_kv, n_ctx]
-  Tensor* v = nullptr;  // [n_embd_kv, n_ctx]
+  Tensor* v = nullptr;  // [n_embd_v, n_ctx]
 };
 
 /// Attention of a run of consecutive batch tokens (one sequence, or one set of
@@ -78,7 +78,7 @@ Tensor* input_embeddings(Graph& g, const ModelWeights& w, const BatchInputs& in)
 struct QkvProjections {
   Tensor* q = nullptr;  // [head_dim, n_head, n_tokens]
   Tensor* k = nullptr;  // [head_dim, n_head_kv, n_tokens]
-  Tensor* v = nullptr;  // [head_dim, n_head_kv, n_tokens]
+  Tensor* v = nullptr;  // [head_dim_v, n_head_kv, n_tokens]
 };
 
 /// wq x, wk x, wv x for x [n_embd, n_tokens], split into heads, with their biases (bq,
@@ -88,6 +88,15 @@ struct QkvProjections {
 /// n_tokens] whose rows q, k and v are strided views (each token's heads dense, tokens
 /// one fused row apart); else three mul_mats, reshaped.
 QkvProjections qkv_projections(Graph& g, const HParams& h, const BlockVariant& v, const LayerWeights& l,
+                               Tensor* x);
+
+/// Multi-head latent attention's q, k and v (v.mla; mla_block.cpp): q [head_dim, n_head,
+/// n_tokens] from attn_q (or attn_q_a, its norm, attn_q_b), k [head_dim, n_head, n_tokens]
+/// from the latent attn_kv_a_mqa x (its c normed by attn_kv_a_norm and expanded by
+/// attn_kv_b; its k_pe shared by the heads), v [head_dim_v, n_head, n_tokens] dense. The
+/// rotated part of each q and k head comes first ([q_pe | q_nope], [k_pe | k_nope];
+/// n_rot dims), not yet rotated.
+QkvProjections mla_projections(Graph& g, const HParams& h, const BlockVariant& v, const LayerWeights& l,
                                Tensor* x);
 
 /// The divisors of the RoPE frequencies: w.rope_freqs when the variant has them; LongRoPE's
@@ -110,14 +119,14 @@ QkvProjections whole_qk_norm(Graph& g, const HParams& h, const BlockVariant& v, 
 /// layers differ (h.mixed_swa()), else in.kq_mask (il < 0: the model must not differ).
 Tensor* layer_mask(const HParams& h, const BatchInputs& in, int64_t il);
 
-/// Self-attention of projected q [head_dim, n_head, n_tokens], k and v
-/// [head_dim, n_head_kv, n_tokens] (k and q already rotated where the model rotates;
+/// Self-attention of projected q [head_dim, n_head, n_tokens], k [head_dim, n_head_kv,
+/// n_tokens] and v [head_dim_v, n_head_kv, n_tokens] (k and q already rotated where the model rotates;
 /// each token's heads dense, tokens at any stride, e.g. views of a fused projection):
 /// writes k and v into the cache layer at the batch's slots, attends each group of
 /// tokens over its window of cells with its mask (scaled by the heads' ALiBi slopes when
-/// h.positions is Alibi), and returns the merged heads [n_embd_q, n_tokens] (before the
-/// output projection). Scores are scaled by h.kq_scale() and soft-capped by h.attn_softcap;
-/// the mask is layer_mask(h, in, il).
+/// h.positions is Alibi), and returns the merged heads [head_dim_v n_head, n_tokens]
+/// (before the output projection). Scores are scaled by h.kq_scale() and soft-capped by
+/// h.attn_softcap; the mask is layer_mask(h, in, il).
 Tensor* attention_block(Graph& g, const HParams& h, const BatchInputs& in, const KvLayer& kv,
                         Tensor* q, Tensor* k, Tensor* v, int64_t il = -1);
 
@@ -148,7 +157,8 @@ Tensor* norm_block(Graph& g, const HParams& h, const BlockVariant& v, Tensor* x,
 
 /// Layer `il` in the shape most architectures share, on the residual stream x: the
 /// attention reads norm(x) (attn_norm; x itself without pre-norms), with q and k normed
-/// whole (whole_qk_norm) and rotated when the positions are RoPE; the feed-forward reads
+/// whole (whole_qk_norm), or from mla_projections with MLA, and rotated when the
+/// positions are RoPE; the feed-forward reads
 /// norm(.) (ffn_norm). Sequential (x += attn, then x += ffn of the new x), or with a
 /// parallel residual both read the layer's input: x + attn(norm1 x) + ffn(norm2 x), the FFN
 /// reading norm1 x when the variant has no ffn_norm (Command-R). With post-norms each

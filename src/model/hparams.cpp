@@ -176,14 +176,12 @@ Result<HParams> read_hparams(const gguf::File& f) {
   }
   h.head_dim = h.n_embd / h.n_head;
   TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "attention.key_length", &h.head_dim));
-  // One head size serves keys and values (the cache rows, the attention op).
-  int64_t value_length = h.head_dim;
-  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "attention.value_length", &value_length));
-  if (value_length != h.head_dim) {
-    return Status::error("model: key '" + p + "attention.value_length' = " + std::to_string(value_length) +
-                         " differs from the key head size " + std::to_string(h.head_dim) +
-                         ", which tessera does not support");
-  }
+  // Another value head size than the key's: decide_variant refuses it where the variant
+  // has no place for one.
+  h.head_dim_v = h.head_dim;
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "attention.value_length", &h.head_dim_v));
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "attention.q_lora_rank", &h.n_lora_q));
+  TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "attention.kv_lora_rank", &h.n_lora_kv));
   h.n_rot = h.head_dim;
   TESSERA_RETURN_IF_ERROR(read_optional_positive(f, p + "rope.dimension_count", &h.n_rot));
 

@@ -40,6 +40,8 @@ struct HParams {
   int64_t n_head = 0;      // <arch>.attention.head_count
   int64_t n_head_kv = 0;   // <arch>.attention.head_count_kv (default n_head)
   int64_t head_dim = 0;    // <arch>.attention.key_length (default n_embd / n_head)
+  int64_t head_dim_v = 0;  // <arch>.attention.value_length (default head_dim; another size
+                           // only where the variant allows it: DeepSeek's MLA)
   int64_t n_rot = 0;       // <arch>.rope.dimension_count (default head_dim)
   float rms_eps = 1e-5f;   // <arch>.attention.layer_norm_rms_epsilon
   float norm_eps = 1e-5f;  // <arch>.attention.layer_norm_epsilon
@@ -61,6 +63,10 @@ struct HParams {
   float logit_scale = 1.0f;         // <arch>.logit_scale: multiplies the logits (configure may
                                     // invert it: granite divides by the key's value)
   bool parallel_residual = false;   // <arch>.use_parallel_residual
+  // Multi-head latent attention (variant.h: mla; DeepSeek-V2): the ranks of the low-rank
+  // projections.
+  int64_t n_lora_q = 0;   // <arch>.attention.q_lora_rank (0: absent, q is attn_q x)
+  int64_t n_lora_kv = 0;  // <arch>.attention.kv_lora_rank
   // Mixture of experts (variant.h: moe). Keys where the file has them; an architecture
   // whose reference fixes the routing sets it in Arch::configure.
   int64_t n_expert = 0;            // <arch>.expert_count
@@ -102,6 +108,8 @@ struct HParams {
     return {rope_scaling == RopeScaling::Yarn ? 1.0f : 0.0f, rope_attn_factor, 32.0f, 1.0f, int32_t(n_ctx_orig)};
   }
   int64_t n_embd_kv() const { return head_dim * n_head_kv; }
+  /// A cache row of values (n_embd_kv but where values have their own head size).
+  int64_t n_embd_v() const { return head_dim_v * n_head_kv; }
 };
 
 /// Reads and checks the hyper-parameters; errors name the key and the bad value.

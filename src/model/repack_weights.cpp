@@ -53,6 +53,10 @@ std::vector<Run> plan_runs(const ModelWeights& w, const std::vector<bool>& here,
     const LayerWeights& l = w.layers[il];
     add_runs(runs, {l.wq, l.wk, l.wv});
     add_runs(runs, {l.wqkv});  // a file's own fused matrix (null otherwise, before fusing)
+    add_runs(runs, {l.wq_a});  // MLA's projections (null otherwise)
+    add_runs(runs, {l.wq_b});
+    add_runs(runs, {l.wkv_a_mqa});
+    add_runs(runs, {l.wkv_b});
     add_runs(runs, {l.wo});
     add_runs(runs, {l.ffn_gate, l.ffn_up});
     add_runs(runs, {l.ffn_gate_up});

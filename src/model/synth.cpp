@@ -3,6 +3,7 @@
 // the loader itself derives from the keys (read_hparams, then Arch::configure).
 #include "tessera/synth.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -57,7 +58,8 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   w.set(a + "block_count", uint32_t(p.n_layer));
   w.set(a + "feed_forward_length", uint32_t(p.n_ff));
   w.set(a + "attention.head_count", uint32_t(p.n_head));
-  w.set(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
+  // Multi-head latent attention expands keys and values for every head.
+  w.set(a + "attention.head_count_kv", uint32_t(arch->variant.mla ? p.n_head : p.n_head_kv));
   // Both: the architecture's norm reads the one it needs.
   w.set(a + "attention.layer_norm_epsilon", 1e-5f);
   w.set(a + "attention.layer_norm_rms_epsilon", 1e-5f);
@@ -72,6 +74,16 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
     w.set(a + "pooling_type", uint32_t(p.rank_head ? 4 : 1));
   }
 
+  if (arch->variant.mla) {  // a latent of half the width; YaRN's log multiplier (V2-Lite's)
+    w.set(a + "attention.kv_lora_rank", uint32_t(std::max<int64_t>(1, p.n_embd / 2)));
+    w.set(a + "rope.scaling.yarn_log_multiplier", 0.0707f);
+  }
+  if (arch->variant.leading_dense) w.set(a + "leading_dense_block_count", uint32_t(p.n_layer > 1 ? 1 : 0));
+  if (arch->variant.shared_experts == SharedExperts::Ungated) {  // DeepSeek's: one, the experts unscaled
+    w.set(a + "expert_shared_count", uint32_t(1));
+    w.set(a + "expert_weights_scale", 1.0f);
+  }
+
   // What the architecture leaves to keys, from how it encodes positions: RoPE's dims and
   // base where it rotates; ALiBi's bias where it reads it from a key rather than fixing it.
   gguf::Writer trial = w;
@@ -79,7 +91,8 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   Result<HParams> first = loader_hparams(trial, *arch);
   if (!first) return first.status().with_context("synth");
   if (first->positions == PositionKind::Rope) {
-    w.set(a + "rope.dimension_count", uint32_t(first->head_dim));
+    // MLA: half of each key head rotated, the other half not.
+    w.set(a + "rope.dimension_count", uint32_t(arch->variant.mla ? first->head_dim / 2 / 2 * 2 : first->head_dim));
     w.set(a + "rope.freq_base", 10000.0f);
   }
   if (first->positions == PositionKind::Alibi && first->alibi_max_bias == 0) {
@@ -112,11 +125,14 @@ Status write_random_model(const SynthParams& p, const std::string& path) {
   BlockVariant chosen = arch->variant;
   if (chosen.moe == Presence::Either) chosen.moe = experts ? Presence::Yes : Presence::No;
   if (p.rank_head) chosen.rank_head = chosen.rank_out = Presence::Yes;
+  if (chosen.q_lora == Presence::Either) chosen.q_lora = Presence::No;  // MLA's plain attn_q (V2-Lite)
   for_each_weight(arch->weights, *h, [&](const WeightSpec& spec, const std::string& name, int64_t il) {
     // Optional tensors are left out, except an untied output, as most real files have it
     // (and the output projection then gets the repacked GEMM path, as in benchmarks).
     // A feed-forward the file may have dense or as experts (llama / Mixtral) is as chosen.
-    if (!spec.required && spec.model_field != &ModelWeights::output && presence_of(chosen, spec) != Presence::Yes) return;
+    // Leading dense layers have the dense FFN, the others the experts (layer_variant).
+    const Presence has = presence_of(il < 0 ? chosen : layer_variant(chosen, *h, il), spec);
+    if (has == Presence::No || (has == Presence::Either && spec.model_field != &ModelWeights::output)) return;
     if (il != layer && p.progress && il > 0) p.progress(il, h->n_layer);
     layer = il;
     const Shape ne = spec.shape(*h);

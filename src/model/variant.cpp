@@ -22,7 +22,8 @@ constexpr Presence BlockVariant::*kChoices[] = {
     &BlockVariant::norm_bias, &BlockVariant::second_norm, &BlockVariant::qkv_bias,
     &BlockVariant::out_bias,  &BlockVariant::up_bias,     &BlockVariant::down_bias,
     &BlockVariant::rope_freqs, &BlockVariant::long_rope, &BlockVariant::output,
-    &BlockVariant::moe,       &BlockVariant::rank_head,   &BlockVariant::rank_out,
+    &BlockVariant::moe,       &BlockVariant::q_lora,      &BlockVariant::rank_head,
+    &BlockVariant::rank_out,
 };
 
 /// The keys a mixture-of-experts variant needs, or their absence without one.
@@ -45,6 +46,27 @@ Status check_experts(const BlockVariant& v, const HParams& h, const std::string&
   }
   if (h.n_layer_dense_lead > h.n_layer) {
     return Status::error("model: key '" + arch + ".leading_dense_block_count' exceeds block_count");
+  }
+  return Status::ok();
+}
+
+/// A value head size other than the key's needs MLA; MLA needs its ranks.
+Status check_heads(const BlockVariant& v, const HParams& h, const std::string& arch) {
+  if (h.head_dim_v != h.head_dim && !v.mla) {
+    return Status::error("model: key '" + arch + ".attention.value_length' = " + std::to_string(h.head_dim_v) +
+                         " differs from the key head size " + std::to_string(h.head_dim) + ", but " + arch +
+                         " attention has one head size for keys and values");
+  }
+  if (!v.mla) return Status::ok();
+  if (h.n_lora_kv <= 0) {
+    return Status::error("model: a " + arch + " file needs key '" + arch + ".attention.kv_lora_rank'");
+  }
+  if (v.q_lora == Presence::Yes && h.n_lora_q <= 0) {
+    return Status::error("model: this " + arch + " file has attn_q_a but no key '" + arch + ".attention.q_lora_rank'");
+  }
+  if (h.n_rot >= h.head_dim) {
+    return Status::error("model: " + arch + " rope.dimension_count " + std::to_string(h.n_rot) +
+                         " leaves no unrotated part of the key head size " + std::to_string(h.head_dim));
   }
   return Status::ok();
 }
@@ -84,6 +106,7 @@ Result<BlockVariant> decide_variant(const Arch& arch, const HParams& h,
   }
   v.positions = bit;
   TESSERA_RETURN_IF_ERROR(check_experts(v, h, arch_name));
+  TESSERA_RETURN_IF_ERROR(check_heads(v, h, arch_name));
   if (v.rank_out == Presence::Yes && v.rank_head != Presence::Yes) {
     return Status::error("model: tensor 'cls.output.weight' projects the classification head 'cls.weight', which "
                          "the file lacks");

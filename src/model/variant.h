@@ -89,6 +89,15 @@ struct BlockVariant {
   /// attn_q_norm [n_embd_q], attn_k_norm [n_embd_kv]: a norm of the whole projected q (k),
   /// all heads together, before the split into heads and RoPE (OLMo2, OLMoE).
   bool qk_norm_whole = false;
+  /// Multi-head latent attention (DeepSeek-V2) in place of attn_k / attn_v: one latent
+  /// row per token, attn_kv_a_mqa x = [c | k_pe], c RMS-normed (attn_kv_a_norm) and
+  /// expanded by attn_kv_b into each head's k_nope and v (values of head size
+  /// value_length); k_pe (rope.dimension_count dims, RoPE'd) is shared by all heads, and
+  /// each head's q is [q_nope | q_pe]. The cache holds the expanded keys and values.
+  bool mla = false;
+  /// q through the low-rank attn_q_b(norm(attn_q_a x)) (attn_q_a_norm) instead of attn_q
+  /// (MLA only; DeepSeek-V2-Lite has attn_q).
+  Presence q_lora = Presence::No;
   /// attn_output.bias.
   Presence out_bias = Presence::No;
   FfnKind ffn = FfnKind::Gated;

@@ -65,6 +65,22 @@ constexpr Presence ffn_presence(const BlockVariant& v, Tensor* LW::*f) {
   return Presence::No;
 }
 
+/// Whether f holds a tensor of multi-head latent attention's own (attn_q aside).
+constexpr bool is_mla_field(Tensor* LW::*f) {
+  return f == &LW::wq_a || f == &LW::attn_q_a_norm || f == &LW::wq_b || f == &LW::wkv_a_mqa ||
+         f == &LW::attn_kv_a_norm || f == &LW::wkv_b;
+}
+
+/// Whether variant v uses a field of multi-head latent attention, or attn_q beside it:
+/// attn_q unless q goes through the low-rank attn_q_a / attn_q_b (No for other fields).
+constexpr Presence mla_presence(const BlockVariant& v, Tensor* LW::*f) {
+  if (!v.mla) return Presence::No;
+  if (f == &LW::wkv_a_mqa || f == &LW::attn_kv_a_norm || f == &LW::wkv_b) return Presence::Yes;
+  if (f == &LW::wq_a || f == &LW::attn_q_a_norm || f == &LW::wq_b) return v.q_lora;
+  if (f == &LW::wq) return v.q_lora == Presence::Either ? Presence::Either : when(v.q_lora == Presence::No);
+  return Presence::No;
+}
+
 constexpr Presence layer_presence(const BlockVariant& v, Tensor* LW::*f) {
   const bool separate = v.qkv == QkvLayout::Separate;
   if (f == &LW::ffn_down || f == &LW::ffn_gate || f == &LW::ffn_up || f == &LW::ffn_gate_up ||
@@ -80,8 +96,10 @@ constexpr Presence layer_presence(const BlockVariant& v, Tensor* LW::*f) {
   if (f == &LW::attn_out_norm_b || f == &LW::layer_out_norm_b) return both(when(v.post_norm), v.norm_bias);
   if (f == &LW::attn_norm_2) return v.second_norm;
   if (f == &LW::attn_norm_2_b) return both(v.second_norm, v.norm_bias);
-  if (f == &LW::wq || f == &LW::wk || f == &LW::wv) return when(separate);
-  if (f == &LW::bq || f == &LW::bk || f == &LW::bv) return both(when(separate), v.qkv_bias);
+  if (is_mla_field(f) || (v.mla && f == &LW::wq)) return mla_presence(v, f);
+  if (f == &LW::wq) return when(separate);
+  if (f == &LW::wk || f == &LW::wv) return when(separate && !v.mla);
+  if (f == &LW::bq || f == &LW::bk || f == &LW::bv) return both(when(separate && !v.mla), v.qkv_bias);
   if (f == &LW::wqkv) return when(!separate);
   if (f == &LW::bqkv) return both(when(!separate), v.qkv_bias);
   if (f == &LW::attn_q_norm || f == &LW::attn_k_norm) return when(v.qk_norm || v.qk_norm_whole);
@@ -138,6 +156,9 @@ inline constexpr NamedLayerField kLayerFields[] = {
     {&LW::ffn_down_exps, "ffn_down_exps.weight"}, {&LW::ffn_gate_inp_shexp, "ffn_gate_inp_shexp.weight"},
     {&LW::ffn_gate_shexp, "ffn_gate_shexp.weight"}, {&LW::ffn_up_shexp, "ffn_up_shexp.weight"},
     {&LW::ffn_down_shexp, "ffn_down_shexp.weight"},
+    {&LW::wq_a, "attn_q_a.weight"}, {&LW::attn_q_a_norm, "attn_q_a_norm.weight"}, {&LW::wq_b, "attn_q_b.weight"},
+    {&LW::wkv_a_mqa, "attn_kv_a_mqa.weight"}, {&LW::attn_kv_a_norm, "attn_kv_a_norm.weight"},
+    {&LW::wkv_b, "attn_kv_b.weight"},
     {&LW::attn_out_norm, "attn_output_norm.weight"}, {&LW::attn_out_norm_b, "attn_output_norm.bias"},
     {&LW::layer_out_norm, "layer_output_norm.weight"}, {&LW::layer_out_norm_b, "layer_output_norm.bias"},
 };
@@ -212,6 +233,13 @@ constexpr const char* variant_error(const BlockVariant& v) {
   }
   if (v.leading_dense && v.moe != Presence::Yes) {
     return "leading dense layers need experts in every file";
+  }
+  if (v.mla && (v.qkv != QkvLayout::Separate || v.qkv_bias != Presence::No || v.qk_norm || v.qk_norm_whole ||
+                v.positions != kRopePositions || !v.pre_norm || v.post_norm)) {
+    return "multi-head latent attention is a pre-norm attention with RoPE and no q/k/v biases or q/k norms";
+  }
+  if (v.q_lora != Presence::No && !v.mla) {
+    return "the low-rank q (attn_q_a, attn_q_b) belongs to multi-head latent attention";
   }
   return nullptr;
 }

@@ -56,7 +56,8 @@ void for_each_tensor(const LayerWeights& l, const std::function<void(Tensor*)>& 
       &LayerWeights::post_ffn_norm, &LayerWeights::ffn_gate_inp,
       &LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps, &LayerWeights::ffn_down_exps,
       &LayerWeights::ffn_gate_inp_shexp, &LayerWeights::ffn_gate_shexp, &LayerWeights::ffn_up_shexp,
-      &LayerWeights::ffn_down_shexp,
+      &LayerWeights::ffn_down_shexp, &LayerWeights::wq_a, &LayerWeights::attn_q_a_norm, &LayerWeights::wq_b,
+      &LayerWeights::wkv_a_mqa, &LayerWeights::attn_kv_a_norm, &LayerWeights::wkv_b,
       &LayerWeights::attn_out_norm, &LayerWeights::attn_out_norm_b, &LayerWeights::layer_out_norm,
       &LayerWeights::layer_out_norm_b,
   };

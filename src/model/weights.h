@@ -54,7 +54,15 @@ struct LayerWeights {
   Tensor* attn_q_norm_b = nullptr;  // [head_dim]
   Tensor* attn_k_norm = nullptr;    // [head_dim]
   Tensor* attn_k_norm_b = nullptr;  // [head_dim]
-  Tensor* wo = nullptr;             // [n_embd_q, n_embd]
+  // Multi-head latent attention (variant.h: mla).
+  Tensor* wq_a = nullptr;            // [n_embd, n_lora_q]: attn_q_a (q_lora)
+  Tensor* attn_q_a_norm = nullptr;   // [n_lora_q]
+  Tensor* wq_b = nullptr;            // [n_lora_q, n_embd_q]
+  Tensor* wkv_a_mqa = nullptr;       // [n_embd, n_lora_kv + n_rot]: rows [c | k_pe]
+  Tensor* attn_kv_a_norm = nullptr;  // [n_lora_kv]
+  Tensor* wkv_b = nullptr;           // [n_lora_kv, n_head (head_dim - n_rot + head_dim_v)]:
+                                     // per head, k_nope's rows then v's
+  Tensor* wo = nullptr;             // [n_embd_q, n_embd] ([n_head head_dim_v, n_embd] with MLA)
   Tensor* bo = nullptr;             // [n_embd]
   Tensor* post_attn_norm = nullptr; // [n_embd]: norm of the attention's output (Gemma 2)
   Tensor* post_ffn_norm = nullptr;  // [n_embd]: norm of the FFN's output

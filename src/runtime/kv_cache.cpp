@@ -37,7 +37,7 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx
   for (int64_t il = 0; il < h.n_layer; ++il) {
     KvLayer layer;
     layer.k = c->arena_.new_tensor(type, {h.n_embd_kv(), n_ctx, 1, 1}, "cache_k_l" + std::to_string(il));
-    layer.v = c->arena_.new_tensor(type, {h.n_embd_kv(), n_ctx, 1, 1}, "cache_v_l" + std::to_string(il));
+    layer.v = c->arena_.new_tensor(type, {h.n_embd_v(), n_ctx, 1, 1}, "cache_v_l" + std::to_string(il));
     c->layers_.push_back(layer);
   }
   // One buffer per backend for the layers it holds; a backend that cannot allocate
@@ -47,20 +47,22 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx
     if (std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
     seen.push_back(b);
     const size_t align = b->alignment();
-    const size_t tensor_bytes = (dtype_row_size(type, h.n_embd_kv()) * size_t(n_ctx) + align - 1) / align * align;
+    auto bytes = [&](int64_t row) { return (dtype_row_size(type, row) * size_t(n_ctx) + align - 1) / align * align; };
+    const size_t k_bytes = bytes(h.n_embd_kv());
+    const size_t v_bytes = bytes(h.n_embd_v());
     std::vector<int64_t> mine;
     for (int64_t il = 0; il < h.n_layer; ++il) {
       if (layer_backends[size_t(il)] == b) mine.push_back(il);
     }
     if (!b->can_hold_tensors()) continue;
-    Result<std::unique_ptr<Buffer>> buf = b->alloc_buffer(tensor_bytes * 2 * mine.size());
+    Result<std::unique_ptr<Buffer>> buf = b->alloc_buffer((k_bytes + v_bytes) * mine.size());
     if (!buf) return buf.status().with_context("kv cache");
     (*buf)->clear(0);  // free cells are masked, but must never hold NaN/Inf bytes
     size_t offset = 0;
     for (int64_t il : mine) {
       (*buf)->place(c->layers_[size_t(il)].k, offset);
-      (*buf)->place(c->layers_[size_t(il)].v, offset + tensor_bytes);
-      offset += 2 * tensor_bytes;
+      (*buf)->place(c->layers_[size_t(il)].v, offset + k_bytes);
+      offset += k_bytes + v_bytes;
     }
     c->buffers_.push_back(std::move(*buf));
   }

@@ -4,7 +4,7 @@
 //   "TESSTATE" magic, u32 version
 //   model shape: string arch, i64 n_vocab n_embd n_layer n_ff n_head n_head_kv head_dim
 //                n_rot, u64 n_params
-//   cache: u32 kv type, u64 row bytes, i64 n_cells_saved, i32 max sequence id + 1,
+//   cache: u32 kv type, u64 key row bytes (a value row: the model's n_embd_v), i64 n_cells_saved, i32 max sequence id + 1,
 //          u8 embeddings
 //   sizes: i64 n_used (cells), i64 n_batch_tokens, i64 n_out, u64 user bytes
 //   cells: n_used x (i32 index, i32 pos, i32 token, u64 sequences)
@@ -19,7 +19,7 @@
 // One sequence's state (save_seq_state), version 1:
 //
 //   "TESSSEQ." magic, u32 version, the model shape as above (string arch, 8 x i64,
-//   u64 n_params), u32 kv type, u64 row bytes, i64 n_tokens
+//   u64 n_params), u32 kv type, u64 key row bytes, i64 n_tokens
 //   n_tokens x (i32 pos, i32 token), in position order
 //   per layer: the K rows, then the V rows, of those cells; "TESSEND." end marker
 //
@@ -162,12 +162,20 @@ std::vector<int32_t> used_cells(const KvCache& kv) {
   return cells;
 }
 
+/// Bytes one cell holds in the cache, all layers, keys and values (a value row may be
+/// shorter than a key row: DeepSeek's MLA). The header's row_bytes is the key row's.
+int64_t cell_bytes(const ContextImpl& c) {
+  const HParams& h = c.m_.hparams;
+  return h.n_layer * int64_t(dtype_row_size(c.kv_->type(), h.n_embd_kv()) + dtype_row_size(c.kv_->type(), h.n_embd_v()));
+}
+
 /// The cache rows of `cells` in every layer, K then V; `read` fills them from the file,
 /// otherwise they are written to it.
-bool transfer_rows(ContextImpl& c, const std::vector<int32_t>& cells, size_t row, Writer* w, Reader* r) {
-  std::vector<char> buf(row);
+bool transfer_rows(ContextImpl& c, const std::vector<int32_t>& cells, Writer* w, Reader* r) {
   for (const KvLayer& layer : c.kv_->layers()) {
     for (Tensor* t : {layer.k, layer.v}) {
+      const size_t row = dtype_row_size(t->type, t->ne[0]);
+      std::vector<char> buf(row);
       for (int32_t cell : cells) {
         const size_t offset = size_t(cell) * t->nb[1];
         if (w) {
@@ -243,7 +251,7 @@ Status check_header(const Header& f, const Header& mine, const ContextImpl& c, c
 
 /// Bytes the file must have after the header, from the header's counts (or -1 when
 /// the counts are absurd for a file of `file_size` bytes).
-int64_t body_size(const Header& h, int64_t file_size, int64_t n_layer) {
+int64_t body_size(const Header& h, int64_t file_size, int64_t bytes_per_cell) {
   const int64_t limit = file_size / 4 + 1;
   if (h.n_batch_tokens < 0 || h.n_batch_tokens > limit || h.n_out < 0 || h.n_out > h.n_batch_tokens ||
       h.user_bytes > uint64_t(file_size)) {
@@ -253,7 +261,7 @@ int64_t body_size(const Header& h, int64_t file_size, int64_t n_layer) {
   const int64_t outputs = h.n_batch_tokens * 4 + h.n_out * h.shape[0] * 4 +
                           (h.embeddings ? h.n_out * h.shape[1] * 4 : 0);
   return h.n_used * cell_record + int64_t(h.user_bytes) + outputs +
-         n_layer * 2 * h.n_used * int64_t(h.row_bytes) + int64_t(sizeof kEnd);
+         h.n_used * bytes_per_cell + int64_t(sizeof kEnd);
 }
 
 Status read_cells(Reader& r, const ContextImpl& c, Loaded& l, const std::string& where) {
@@ -348,7 +356,7 @@ Status Context::save_state(const std::string& path, std::span<const uint8_t> use
   w.bytes(c.out_row_.data(), c.out_row_.size() * sizeof(int32_t));
   w.bytes(c.logits_.data(), size_t(c.n_out_ * h.shape[0]) * sizeof(float));
   if (h.embeddings) w.bytes(c.embd_.data(), size_t(c.n_out_ * h.shape[1]) * sizeof(float));
-  transfer_rows(c, cells, size_t(h.row_bytes), &w, nullptr);
+  transfer_rows(c, cells, &w, nullptr);
   w.bytes(kEnd, sizeof kEnd);
   if (!w.ok() || std::fflush(f.get()) != 0) {
     return Status::error("state: writing '" + path + "' failed: " + std::strerror(errno));
@@ -369,7 +377,7 @@ Result<std::vector<uint8_t>> Context::load_state(const std::string& path) {
   Loaded l;
   TESSERA_RETURN_IF_ERROR(read_header(r, where, l.h));
   TESSERA_RETURN_IF_ERROR(check_header(l.h, header_of(c), c, where));
-  const int64_t body = body_size(l.h, file_size, c.m_.hparams.n_layer);
+  const int64_t body = body_size(l.h, file_size, cell_bytes(c));
   const int64_t have = file_size - int64_t(std::ftell(f.get()));
   if (body < 0) return Status::error(where + "has a bad header (impossible sizes)");
   if (have < body) {
@@ -384,7 +392,7 @@ Result<std::vector<uint8_t>> Context::load_state(const std::string& path) {
   c.clear();
   for (size_t i = 0; i < l.cells.size(); ++i) c.kv_->set_cell(l.cell_index[i], l.cells[i]);
   char end[sizeof kEnd];
-  if (!transfer_rows(c, l.cell_index, size_t(l.h.row_bytes), nullptr, &r) || !r.bytes(end, sizeof end) ||
+  if (!transfer_rows(c, l.cell_index, nullptr, &r) || !r.bytes(end, sizeof end) ||
       std::memcmp(end, kEnd, sizeof end) != 0) {
     c.clear();
     return Status::error(where + "is damaged (cache data or end marker); the context was cleared");
@@ -458,7 +466,7 @@ Result<SeqStateInfo> Context::save_seq_state(SeqId seq, const std::string& path)
     w.pod(c.kv_->cell(cell).pos);
     w.pod(c.kv_->cell(cell).token);
   }
-  transfer_rows(c, cells, size_t(h.row_bytes), &w, nullptr);
+  transfer_rows(c, cells, &w, nullptr);
   w.bytes(kEnd, sizeof kEnd);
   const bool written = w.ok() && std::fflush(f.get()) == 0 && ::fsync(::fileno(f.get())) == 0;
   const int err = errno;
@@ -492,7 +500,7 @@ Result<SeqStateInfo> Context::load_seq_state(const std::string& path, SeqId dst)
     return Status::error(where + "holds " + std::to_string(n) + " tokens; this context has " +
                          std::to_string(c.kv_->n_ctx()) + " cells");
   }
-  const int64_t body = n * 8 + c.m_.hparams.n_layer * 2 * n * int64_t(h.row_bytes) + int64_t(sizeof kEnd);
+  const int64_t body = n * 8 + n * cell_bytes(c) + int64_t(sizeof kEnd);
   const int64_t have = file_size - int64_t(std::ftell(f.get()));
   if (have < body) {
     return Status::error(where + "is truncated: " + std::to_string(file_size) + " bytes, the header implies " +
@@ -511,7 +519,7 @@ Result<SeqStateInfo> Context::load_seq_state(const std::string& path, SeqId dst)
     c.kv_->store((*cells)[i], records[i].pos, seq_bit(dst), records[i].token);
   }
   char end[sizeof kEnd];
-  if (!transfer_rows(c, *cells, size_t(h.row_bytes), nullptr, &r) || !r.bytes(end, sizeof end) ||
+  if (!transfer_rows(c, *cells, nullptr, &r) || !r.bytes(end, sizeof end) ||
       std::memcmp(end, kEnd, sizeof end) != 0) {
     c.kv_->seq_rm(dst, -1, -1);
     return Status::error(where + "is damaged (cache data or end marker)");

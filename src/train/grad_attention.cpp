@@ -15,6 +15,10 @@ Status attention_grad(GradContext& c, Tensor* node, Tensor* d) {
   if (k->type != DType::F32 || v->type != DType::F32) {
     return Status::error("backward: attention over an F16 cache has no gradient (train without a KV cache)");
   }
+  if (v->ne[0] != k->ne[0]) {
+    return Status::error("backward: attention whose values have another head size than its keys (multi-head latent "
+                         "attention) has no gradient yet");
+  }
   const AttentionParams ap = std::get<AttentionParams>(node->params);
   const ops::AttentionGrads gr = ops::attention_back(c.graph(), q, k, v, node->src[3], d, ap.scale, ap.max_bias, ap.softcap);
   c.accumulate(q, gr.dq);

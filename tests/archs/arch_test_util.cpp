@@ -13,7 +13,8 @@ const std::vector<ArchSet>& arch_sets() {
       {"archs",
        {"falcon", "baichuan", "starcoder", "refact", "persimmon", "llama3", "gpt2", "gptneox", "mpt", "bloom",
         "qwen2", "phi3", "gemma"}},
-      {"archs2", {"phi3lr", "gemma2", "granite", "command-r", "mixtral", "qwen2moe", "olmoe", "olmo2", "starcoder2"}},
+      {"archs2", {"phi3lr", "gemma2", "granite", "command-r", "mixtral", "qwen2moe", "olmoe", "olmo2", "starcoder2",
+                  "deepseek2"}},
   };
   return sets;
 }
@@ -39,8 +40,7 @@ std::vector<ArchCase> arch_cases() {
 std::vector<ArchCase> arch_embedding_cases() { return {{"archs2", "bert", ""}, {"archs2", "nomic-bert", ""}}; }
 
 const std::vector<std::string>& archs2_pending() {
-  static const std::vector<std::string> pending = {
-      "deepseek2"};
+  static const std::vector<std::string> pending = {};
   return pending;
 }
 

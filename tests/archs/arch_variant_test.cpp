@@ -12,11 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "common/runtime_test_util.h"
 #include "common/test_util.h"
+#include "core/fp16.h"
 #include "model/arch.h"
 #include "model/model_impl.h"
 #include "model/variant_check.h"
 #include "model/weight_lists.h"
+#include "tessera/context.h"
 #include "tessera/gguf.h"
 #include "tessera/model.h"
 
@@ -24,7 +27,7 @@ namespace tessera {
 namespace {
 
 TEST(ArchsVariant, EveryArchitectureDeclaresAVariantItsListAgreesWith) {
-  ASSERT_EQ(registered_archs().size(), 22u);
+  ASSERT_EQ(registered_archs().size(), 23u);
   for (const Arch* a : registered_archs()) {
     SCOPED_TRACE(std::string(a->name));
     const char* why = variant_error(a->variant);
@@ -41,6 +44,10 @@ TEST(ArchsVariant, TheChecksRefuseWhatTheBlocksCannotBuild) {
   EXPECT_NE(variant_error(kNoFfnNorm), nullptr);
   constexpr BlockVariant kLearnedOrRope{.positions = kLearnedPositions | kRopePositions};
   EXPECT_NE(variant_error(kLearnedOrRope), nullptr);
+  constexpr BlockVariant kFusedMla{.qkv = QkvLayout::Fused, .mla = true};
+  EXPECT_NE(variant_error(kFusedMla), nullptr);
+  constexpr BlockVariant kLowRankQWithoutMla{.q_lora = Presence::Yes};
+  EXPECT_NE(variant_error(kLowRankQWithoutMla), nullptr);
 
   // A LLaMA list with an up bias: the gated variant does not use it, and says which.
   constexpr BlockVariant kLlama{};
@@ -218,6 +225,81 @@ TEST_F(ArchsVariantFiles, MptWithAndWithoutBiasesLoadsAndAStrayBiasIsRefused) {
   }));
   ASSERT_FALSE(stray.is_ok());
   EXPECT_NE(stray.status().message().find("'blk.1.ffn_up.bias'"), std::string::npos) << stray.status().message();
+}
+
+/// The logits after decoding a fixed prompt with the model at `path` (then removed).
+std::vector<float> prompt_logits(const std::string& path) {
+  Result<std::unique_ptr<Model>> m = Model::load(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(m.is_ok()) << m.status().message();
+  if (!m) return {};
+  ContextParams cp;
+  cp.n_ctx = 32;
+  Result<std::unique_ptr<Context>> ctx = Context::create(**m, cp);
+  EXPECT_TRUE(ctx.is_ok()) << ctx.status().message();
+  const TokenId prompt[] = {4081, 17, 300, 2048, 9, 1000, 77};
+  EXPECT_TRUE(ctx && (*ctx)->decode(prompt).is_ok());
+  return ctx ? std::vector<float>((*ctx)->logits().begin(), (*ctx)->logits().end()) : std::vector<float>{};
+}
+
+// DeepSeek-V2's low-rank query, attn_q_b(norm(attn_q_a x) * attn_q_a_norm), against
+// V2-Lite's attn_q x on the same model: attn_q_a = 3 P (P a permutation), the norm's
+// weights 1/2, and attn_q_b = 2 attn_q P^T give attn_q x again when x is RMS-normed
+// already (every attn_norm 1, the epsilon negligible). A missing part (the permutation,
+// the norm, its weights) would scale or scramble q.
+TEST(ArchsVariantMla, TheLowRankQueryIsTheProductOfItsParts) {
+  TESSERA_REQUIRE_SHARED(path, "archs2/models/deepseek2.gguf");
+  Result<std::unique_ptr<gguf::File>> opened = gguf::File::open(path);
+  ASSERT_TRUE(opened.is_ok()) << opened.status().message();
+  const gguf::File& base = **opened;
+  const int64_t n = base.find_tensor("blk.0.attn_norm.weight")->ne[0];
+  int64_t layers = 0;
+  while (base.find_tensor("blk." + std::to_string(layers) + ".attn_q.weight") != nullptr) ++layers;
+  ASSERT_EQ(layers, 27);
+  auto perm = [n](int64_t j) { return (j * 5 + 3) % n; };  // 5 is prime to n = 64
+  std::vector<float> q_a(size_t(n * n), 0.0f);
+  for (int64_t j = 0; j < n; ++j) q_a[size_t(j * n + perm(j))] = 3.0f;  // output j reads input perm(j)
+  Kept kept;
+  std::vector<std::vector<uint16_t>> q_b(static_cast<size_t>(layers));
+  std::set<std::string> norms, queries;
+  for (int64_t il = 0; il < layers; ++il) {
+    const std::string blk = "blk." + std::to_string(il) + ".";
+    norms.insert(blk + "attn_norm.weight");
+    queries.insert(blk + "attn_q.weight");
+    const gguf::TensorInfo* q = base.find_tensor(blk + "attn_q.weight");
+    ASSERT_EQ(q->type, DType::F16);
+    const auto* src = reinterpret_cast<const uint16_t*>(q->data);
+    std::vector<uint16_t>& dst = q_b[size_t(il)];
+    dst.resize(size_t(q->ne[0] * q->ne[1]));
+    for (int64_t r = 0; r < q->ne[1]; ++r) {
+      for (int64_t j = 0; j < n; ++j) dst[size_t(r * n + j)] = f32_to_f16(2.0f * f16_to_f32(src[r * n + perm(j)]));
+    }
+  }
+  auto common = [&](gguf::Writer& w) {
+    w.set("deepseek2.attention.layer_norm_rms_epsilon", 1e-12f);
+    for (const std::string& name : norms) add_vector(w, kept, name, n, 1.0f);
+  };
+  const std::vector<float> plain = prompt_logits(rewrite(base, "ds2_plain_q", norms, common));
+  std::set<std::string> dropped = norms;
+  dropped.insert(queries.begin(), queries.end());
+  const std::string low_rank = rewrite(base, "ds2_q_lora", dropped, [&](gguf::Writer& w) {
+    common(w);
+    w.set("deepseek2.attention.q_lora_rank", uint32_t(n));
+    for (int64_t il = 0; il < layers; ++il) {
+      const std::string blk = "blk." + std::to_string(il) + ".";
+      const gguf::TensorInfo* q = base.find_tensor(blk + "attn_q.weight");
+      w.add_tensor_ref(blk + "attn_q_a.weight", DType::F32, {n, n, 1, 1}, 2, q_a.data(), q_a.size() * sizeof(float));
+      add_vector(w, kept, blk + "attn_q_a_norm.weight", n, 0.5f);
+      w.add_tensor_ref(blk + "attn_q_b.weight", DType::F16, q->ne, 2, q_b[size_t(il)].data(), q_b[size_t(il)].size() * 2);
+    }
+  });
+  Result<std::unique_ptr<Model>> m = Model::load(low_rank);
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  EXPECT_EQ((*m)->impl().weights.variant.q_lora, Presence::Yes);
+  m->reset();
+  const std::vector<float> with_lora = prompt_logits(low_rank);
+  ASSERT_EQ(with_lora.size(), plain.size());
+  EXPECT_LE(test::nmse(with_lora, plain), 1e-8);  // rounding; q twice as large gives 3e-2
 }
 
 }  // namespace

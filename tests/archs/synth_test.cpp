@@ -154,6 +154,44 @@ TEST(SynthCases, LlamaWithExpertsIsMixtralsLayout) {
   EXPECT_NE(dense.message().find("no mixture-of-experts"), std::string::npos) << dense.message();
 }
 
+// DeepSeek-V2's layout: multi-head latent attention (no attn_k / attn_v; a latent of half
+// the width plus the rotated half of a head), a leading dense layer, then experts with a
+// shared one; it decodes.
+TEST(SynthCases, Deepseek2HasLatentAttentionAndALeadingDenseLayer) {
+  const std::string path = ::testing::TempDir() + "tessera_synth_" + std::to_string(getpid()) + "_ds2.gguf";
+  SynthParams p;
+  p.arch = "deepseek2";
+  p.n_embd = 64;
+  p.n_layer = 3;
+  p.n_head = 4;
+  p.n_head_kv = 2;  // MLA expands for every head: written as 4
+  p.n_ff = 96;
+  p.n_ctx = 128;
+  p.vocab = tiny_vocab;
+  ASSERT_TRUE(write_random_model(p, path).is_ok());
+  {
+    Result<std::unique_ptr<gguf::File>> f = gguf::File::open(path);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    const gguf::TensorInfo* kv_a = (*f)->find_tensor("blk.0.attn_kv_a_mqa.weight");
+    ASSERT_NE(kv_a, nullptr);
+    EXPECT_EQ(kv_a->ne, (std::array<int64_t, 4>{64, 32 + 8, 1, 1}));  // latent 32, rope 8 of head 16
+    EXPECT_EQ((*f)->find_tensor("blk.0.attn_k.weight"), nullptr);
+    EXPECT_NE((*f)->find_tensor("blk.0.ffn_gate.weight"), nullptr);
+    EXPECT_EQ((*f)->find_tensor("blk.0.ffn_gate_inp.weight"), nullptr);
+    EXPECT_EQ((*f)->find_tensor("blk.1.ffn_gate.weight"), nullptr);
+    EXPECT_NE((*f)->find_tensor("blk.2.ffn_down_shexp.weight"), nullptr);
+  }
+  Result<std::unique_ptr<Model>> m = Model::load(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  ContextParams cp;
+  cp.n_ctx = 32;
+  Result<std::unique_ptr<Context>> ctx = Context::create(**m, cp);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().message();
+  ASSERT_TRUE((*ctx)->decode((*m)->tokenizer()->encode("Hello world", true, false)).is_ok());
+  for (float v : (*ctx)->logits()) ASSERT_TRUE(std::isfinite(v));
+}
+
 TEST(SynthCases, WithoutAVocabularyWritesVocabSize) {
   const std::string path =
       ::testing::TempDir() + "tessera_synth_" + std::to_string(getpid()) + "_novocab.gguf";

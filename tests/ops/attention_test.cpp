@@ -5,7 +5,8 @@
 // by decode tiles,
 // a token that sees no cell (zeros), permuted queries / padded cache rows, and ALiBi
 // (the mask holds minus the distance, scaled per head by its slope; head counts that are
-// and are not powers of two), and Gemma 2's soft-capped scores.
+// and are not powers of two), Gemma 2's soft-capped scores, and values of another head
+// size than the keys (DeepSeek's MLA: larger, smaller, odd, on every path above).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,13 +25,16 @@ struct AttnCase {
   Layout kv_layout = Layout::Contiguous;
   float max_bias = 0.0f;  // ALiBi when > 0
   float softcap = 0.0f;   // Gemma 2's score cap when > 0
+  int64_t vd = 0;         // the values' head size; 0: hd
+  int64_t v_dim() const { return vd > 0 ? vd : hd; }
 };
 
 std::ostream& operator<<(std::ostream& os, const AttnCase& c) {
   return os << "hd " << c.hd << " tokens " << c.n_tokens << " heads " << c.n_head << "/"
             << c.n_head_kv << " n_kv " << c.n_kv << " " << dtype_name(c.kv_type)
             << (c.mask ? "" : " no mask") << " q " << layout_name(c.q_layout) << " kv "
-            << layout_name(c.kv_layout) << (c.max_bias > 0 ? " alibi" : "") << " softcap " << c.softcap;
+            << layout_name(c.kv_layout) << (c.max_bias > 0 ? " alibi" : "") << " softcap " << c.softcap
+            << " vd " << c.v_dim();
 }
 
 constexpr DType kF16 = DType::F16;
@@ -73,6 +77,19 @@ const AttnCase kCases[] = {
     {24, 17, 4, 4, 50, kF32, true, Layout::Permuted, Layout::Contiguous, 0.0f, 0.02f},
     {16, 5, 2, 2, 19, kF32, false, Layout::Permuted, Layout::Contiguous, 0.0f, 0.7f},
     {32, 7, 6, 6, 37, kF32, true, Layout::Permuted, Layout::Contiguous, 8.0f, 0.4f},
+    // Values of another head size (DeepSeek-V2's MLA: keys 192, values 128): prompt tiles,
+    // decode tiles (F16 read directly), the few-rows path, sizes off the vector width,
+    // a sliced cache, ALiBi and soft caps.
+    {32, 9, 4, 4, 40, kF16, true, Layout::Permuted, Layout::Contiguous, 0.0f, 0.0f, 16},
+    {32, 13, 4, 4, 29, kF32, true, Layout::Contiguous, Layout::Contiguous, 0.0f, 0.0f, 16},
+    {24, 5, 8, 2, 33, kF32, false, Layout::Permuted, Layout::Contiguous, 0.0f, 0.0f, 40},
+    {20, 1, 8, 2, 37, kF16, true, Layout::Permuted, Layout::Contiguous, 0.0f, 0.0f, 12},
+    {40, 1, 4, 4, 45, kF16, true, Layout::Permuted, Layout::Contiguous, 0.0f, 0.0f, 24},
+    {12, 1, 3, 3, 23, kF32, true, Layout::Permuted, Layout::Contiguous, 0.0f, 0.0f, 36},
+    {48, 2, 16, 2, 70, kF16, true, Layout::Permuted, Layout::Contiguous, 0.0f, 0.0f, 17},
+    {18, 6, 4, 2, 45, kF16, true, Layout::Contiguous, Layout::Sliced, 0.0f, 0.0f, 10},
+    {16, 17, 12, 3, 50, kF16, true, Layout::Contiguous, Layout::Contiguous, 8.0f, 0.0f, 24},
+    {32, 6, 4, 2, 45, kF16, true, Layout::Contiguous, Layout::Sliced, 0.0f, 0.5f, 8},
 };
 
 // ALiBi's slope of head h, written out independently: the heads up to the largest power of
@@ -101,7 +118,7 @@ TEST_P(AttentionTest, MatchesReference) {
   OpTest t(53);
   Tensor* q = t.input(DType::F32, {c.hd, c.n_tokens, c.n_head, 1}, c.q_layout, -1, 1);
   Tensor* k = t.input(c.kv_type, {c.hd, c.n_kv, c.n_head_kv, 1}, c.kv_layout, -1, 1);
-  Tensor* v = t.input(c.kv_type, {c.hd, c.n_kv, c.n_head_kv, 1}, c.kv_layout, -1, 1);
+  Tensor* v = t.input(c.kv_type, {c.v_dim(), c.n_kv, c.n_head_kv, 1}, c.kv_layout, -1, 1);
   Tensor* mask = nullptr;
   if (c.mask) {
     std::vector<float> m;
@@ -134,7 +151,7 @@ TEST_P(AttentionTest, MatchesReference) {
       }
       double sum = 0;
       for (double& x : s) sum += (x = max == -INFINITY ? 0.0 : std::exp(x - max));
-      for (int64_t d = 0; d < c.hd; ++d) {
+      for (int64_t d = 0; d < c.v_dim(); ++d) {
         double o = 0, mag = 0;
         for (int64_t cell = 0; cell < c.n_kv; ++cell) {
           o += s[size_t(cell)] * t.at(v, d, cell, hk);

@@ -21,25 +21,27 @@ constexpr int kAttnRows = 16;
 struct AttnTile {
   int rows = 0;     // query rows, 1..16
   int64_t n = 0;    // cells
-  int64_t hd = 0;   // head dimension
+  int64_t hd = 0;   // head dimension of queries and keys
+  int64_t vd = 0;   // head dimension of values and outputs (hd but for DeepSeek's MLA)
   const float* q[kAttnRows] = {};  // per row: hd floats, already multiplied by the scale
   const float* mask = nullptr;     // null, or row r's n mask values at mask + mask_off[r]
   int32_t mask_off[kAttnRows] = {};
   const float* k = nullptr;  // cell c's key at k + c * k_stride (hd floats)
   size_t k_stride = 0;
-  const float* v = nullptr;  // cell c's value at v + c * v_stride (hd floats)
+  const float* v = nullptr;  // cell c's value at v + c * v_stride (vd floats)
   size_t v_stride = 0;
   // tile_f16 reads the F16 cache instead of k and v: cell c's key at k16 + c * k_stride
   // and its value at v16 + c * v_stride (strides in elements).
   const uint16_t* k16 = nullptr;
   const uint16_t* v16 = nullptr;
-  float* out[kAttnRows] = {};  // per row: hd floats written
+  float* out[kAttnRows] = {};  // per row: vd floats written
   float softcap = 0.0f;        // > 0: each score becomes softcap tanh(score / softcap) before
                                // the mask (the reference level's tile only)
-  float* scratch = nullptr;    // attn_scratch_floats(n, hd) floats, 64-byte aligned
+  float* scratch = nullptr;    // attn_scratch_floats(n, max(hd, vd)) floats, 64-byte aligned
 };
 
-/// Scratch floats a tile of n cells and head size hd needs (either kind of tile).
+/// Scratch floats a tile of n cells and head size hd (the larger of the key's and the
+/// value's) needs (either kind of tile).
 constexpr size_t attn_scratch_floats(int64_t n, int64_t hd) {
   return size_t(n + hd + 32) * size_t(kAttnRows);
 }

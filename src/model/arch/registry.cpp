@@ -15,6 +15,7 @@ extern const Arch kMptArch;
 extern const Arch kBloomArch;
 extern const Arch kQwen2Arch;
 extern const Arch kQwen2moeArch;
+extern const Arch kDeepseek2Arch;
 extern const Arch kPhi3Arch;
 extern const Arch kGemmaArch;
 extern const Arch kGemma2Arch;
@@ -50,6 +51,7 @@ const Arch* const kArchs[] = {
     &kOlmoeArch,
     &kOlmo2Arch,
     &kStarcoder2Arch,
+    &kDeepseek2Arch,
 };
 }  // namespace
 

@@ -16,12 +16,15 @@ size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 struct Shape3 {
   int64_t hd, n_tokens, n_head, n_kv, n_head_kv, group;
+  int64_t vd;  // the values' head size (hd but for DeepSeek's MLA)
+  /// The head size of src[which]: keys (1) or values (2).
+  int64_t dim(int which) const { return which == 1 ? hd : vd; }
 };
 
 Shape3 shape_of(const Tensor* node) {
   const Tensor* q = node->src[0];
   const Tensor* k = node->src[1];
-  return {q->ne[0], q->ne[1], q->ne[2], k->ne[1], k->ne[2], q->ne[2] / k->ne[2]};
+  return {q->ne[0], q->ne[1], q->ne[2], k->ne[1], k->ne[2], q->ne[2] / k->ne[2], node->src[2]->ne[0]};
 }
 
 // A KV head's query rows fit one tile (decode), an F16 cache, and a level that reads
@@ -36,8 +39,14 @@ bool reads_f16(const Tensor* node) {
 // the F16 cache (the only other type supported), unless the tiles read it directly.
 bool needs_conversion(const Tensor* node) { return node->src[1]->type != DType::F32 && !reads_f16(node); }
 
-size_t converted_bytes(const Shape3& s) {
-  return round_up(size_t(s.n_head_kv * s.n_kv * s.hd) * sizeof(float));
+// The F32 copy of the keys (which 1) or the values (2).
+size_t converted_bytes(const Shape3& s, int which) {
+  return round_up(size_t(s.n_head_kv * s.n_kv * s.dim(which)) * sizeof(float));
+}
+
+// Where the F32 copy of src[which] starts in the work area.
+char* converted_area(const KernelParams& p, const Shape3& s, int which) {
+  return align64(p.work) + (which == 2 ? converted_bytes(s, 1) : 0);
 }
 
 bool uses_alibi(const Tensor* node) { return std::get<AttentionParams>(node->params).max_bias > 0; }
@@ -47,7 +56,7 @@ bool uses_alibi(const Tensor* node) { return std::get<AttentionParams>(node->par
 size_t thread_bytes(const Tensor* node, const Shape3& s) {
   const size_t alibi = uses_alibi(node) ? round_up(size_t(kAttnRows * s.n_kv) * sizeof(float)) : 0;
   return round_up(size_t(kAttnRows * s.hd) * sizeof(float)) +
-         round_up(attn_scratch_floats(s.n_kv, s.hd) * sizeof(float)) + alibi;
+         round_up(attn_scratch_floats(s.n_kv, std::max(s.hd, s.vd)) * sizeof(float)) + alibi;
 }
 
 struct Kv {
@@ -61,8 +70,8 @@ Kv kv_of(const Tensor* node, int which, const KernelParams& p, const Shape3& s) 
   if (!needs_conversion(node)) {
     return {static_cast<const float*>(t->data), t->nb[1] / sizeof(float), t->nb[2] / sizeof(float)};
   }
-  const char* area = align64(p.work) + size_t(which - 1) * converted_bytes(s);
-  return {reinterpret_cast<const float*>(area), size_t(s.n_head_kv * s.hd), size_t(s.hd)};
+  const int64_t d = s.dim(which);
+  return {reinterpret_cast<const float*>(converted_area(p, s, which)), size_t(s.n_head_kv * d), size_t(d)};
 }
 
 // Cells [lo, hi) outside of which every row of the tile is masked.
@@ -103,7 +112,7 @@ bool attention_supports(const Tensor* node) {
 
 size_t attention_work_size(const Tensor* node, int nth) {
   const Shape3 s = shape_of(node);
-  const size_t conv = needs_conversion(node) ? 2 * converted_bytes(s) : 0;
+  const size_t conv = needs_conversion(node) ? converted_bytes(s, 1) + converted_bytes(s, 2) : 0;
   return kAlign + conv + size_t(nth) * thread_bytes(node, s);
 }
 
@@ -117,14 +126,15 @@ bool attention_prepare(Tensor* node, const KernelParams& p) {
   split_range(s.n_kv, p.ith, p.nth, &c0, &c1);
   for (int which = 1; which <= 2; ++which) {
     const Tensor* t = node->src[which];
-    float* dst = reinterpret_cast<float*>(align64(p.work) + size_t(which - 1) * converted_bytes(s));
-    const bool heads_adjacent = t->nb[2] == size_t(s.hd) * t->nb[0];
+    const int64_t d = s.dim(which);
+    float* dst = reinterpret_cast<float*>(converted_area(p, s, which));
+    const bool heads_adjacent = t->nb[2] == size_t(d) * t->nb[0];
     for (int64_t c = c0; c < c1; ++c) {
-      float* row = dst + c * s.n_head_kv * s.hd;
+      float* row = dst + c * s.n_head_kv * d;
       if (heads_adjacent) {
-        vk.f16_to_f32(reinterpret_cast<const uint16_t*>(elem_ptr(t, 0, c, 0, 0)), row, s.n_head_kv * s.hd);
+        vk.f16_to_f32(reinterpret_cast<const uint16_t*>(elem_ptr(t, 0, c, 0, 0)), row, s.n_head_kv * d);
       } else {
-        for (int64_t h = 0; h < s.n_head_kv; ++h) read_row(t, c, h, 0, row + h * s.hd);
+        for (int64_t h = 0; h < s.n_head_kv; ++h) read_row(t, c, h, 0, row + h * d);
       }
     }
   }
@@ -151,11 +161,11 @@ void attention_compute(Tensor* node, const KernelParams& p) {
   const Kv v = direct ? Kv{} : kv_of(node, 2, p, s);
   const int64_t rows_per_head = s.group * s.n_tokens;
   const int64_t tiles_per_head = (rows_per_head + kAttnRows - 1) / kAttnRows;
-  char* mine = align64(p.work) + (needs_conversion(node) ? 2 * converted_bytes(s) : 0) +
+  char* mine = align64(p.work) + (needs_conversion(node) ? converted_bytes(s, 1) + converted_bytes(s, 2) : 0) +
                size_t(p.ith) * thread_bytes(node, s);
   float* qbuf = reinterpret_cast<float*>(mine);
   float* scratch = reinterpret_cast<float*>(mine + round_up(size_t(kAttnRows * s.hd) * sizeof(float)));
-  float* alibi_rows = ap.max_bias > 0 ? scratch + round_up(attn_scratch_floats(s.n_kv, s.hd) * sizeof(float)) / sizeof(float)
+  float* alibi_rows = ap.max_bias > 0 ? scratch + round_up(attn_scratch_floats(s.n_kv, std::max(s.hd, s.vd)) * sizeof(float)) / sizeof(float)
                                       : nullptr;
   const VecKernels& vk = vec_kernels();
   const AttnTileFn tile_fn = tile_of(ap, direct);
@@ -168,6 +178,7 @@ void attention_compute(Tensor* node, const KernelParams& p) {
     AttnTile t;
     t.rows = int(std::min<int64_t>(kAttnRows, rows_per_head - first));
     t.hd = s.hd;
+    t.vd = s.vd;
     int64_t tokens[kAttnRows];
     int64_t heads[kAttnRows];
     for (int r = 0; r < kAttnRows; ++r) {
@@ -190,7 +201,7 @@ void attention_compute(Tensor* node, const KernelParams& p) {
     }
     t.n = hi - lo;
     if (t.n == 0) {
-      for (int r = 0; r < t.rows; ++r) std::fill(t.out[r], t.out[r] + s.hd, 0.0f);
+      for (int r = 0; r < t.rows; ++r) std::fill(t.out[r], t.out[r] + s.vd, 0.0f);
       continue;
     }
     if (alibi_rows) {  // each row's visible mask times its head's slope

@@ -19,16 +19,16 @@ void tile(const AttnTile& t) {
       max = std::fmax(max, s[c]);
     }
     float* out = t.out[r];
-    for (int64_t d = 0; d < t.hd; ++d) out[d] = 0.0f;
+    for (int64_t d = 0; d < t.vd; ++d) out[d] = 0.0f;
     if (max == -INFINITY) continue;
     float sum = 0.0f;
     for (int64_t c = 0; c < t.n; ++c) {
       const float p = std::exp(s[c] - max);
       sum += p;
       const float* v = t.v + size_t(c) * t.v_stride;
-      for (int64_t d = 0; d < t.hd; ++d) out[d] += p * v[d];
+      for (int64_t d = 0; d < t.vd; ++d) out[d] += p * v[d];
     }
-    for (int64_t d = 0; d < t.hd; ++d) out[d] /= sum;
+    for (int64_t d = 0; d < t.vd; ++d) out[d] /= sum;
   }
 }
 

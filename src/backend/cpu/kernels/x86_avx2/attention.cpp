@@ -201,9 +201,9 @@ void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv,
   __m256 acc[R * J];
   for (int i = 0; i < R * J; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t c = 0; c < n; ++c, v += stride) {
-    if (d0 == 0) prefetch_cells(std::min(v + kAheadCells * stride, last), t.hd);
+    if (d0 == 0) prefetch_cells(std::min(v + kAheadCells * stride, last), t.vd);
     __m256 vv[J];
-    for (int j = 0; j < J; ++j) vv[j] = load_elems(v + j * kW, t.hd - d0 - j * kW);
+    for (int j = 0; j < J; ++j) vv[j] = load_elems(v + j * kW, t.vd - d0 - j * kW);
 #pragma GCC unroll 16
     for (int i = 0; i < R * J; ++i) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + (i / J) * ns + c), vv[i % J], acc[i]);
   }
@@ -211,7 +211,7 @@ void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv,
   for (int i = 0; i < R * J; ++i) {
     const int r = r0 + i / J;
     const int64_t d = d0 + (i % J) * kW;
-    _mm256_maskstore_ps(t.out[r] + d, lanes(t.hd - d), _mm256_mul_ps(acc[i], _mm256_set1_ps(inv[r])));
+    _mm256_maskstore_ps(t.out[r] + d, lanes(t.vd - d), _mm256_mul_ps(acc[i], _mm256_set1_ps(inv[r])));
   }
 }
 
@@ -220,8 +220,8 @@ void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv,
 template <typename T, int R>
 void values_for_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0) {
   constexpr int kJ = R > 4 ? 1 : 2;
-  for (int64_t d0 = 0; d0 < t.hd; d0 += kJ * kW) {
-    if (kJ == 2 && t.hd - d0 > kW) {
+  for (int64_t d0 = 0; d0 < t.vd; d0 += kJ * kW) {
+    if (kJ == 2 && t.vd - d0 > kW) {
       value_rows<T, R, kJ>(t, s, ns, inv, r0, d0);
     } else {
       value_rows<T, R, 1>(t, s, ns, inv, r0, d0);

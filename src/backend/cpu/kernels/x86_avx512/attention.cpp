@@ -122,7 +122,7 @@ void row(const AttnTile& t, int r) {
   }
   float* out = t.out[r];
   if (max == -INFINITY) {
-    std::fill(out, out + t.hd, 0.0f);
+    std::fill(out, out + t.vd, 0.0f);
     return;
   }
   __m512 sum = _mm512_setzero_ps();
@@ -134,18 +134,18 @@ void row(const AttnTile& t, int r) {
     sum = _mm512_add_ps(sum, p);
   }
   const float inv = 1.0f / _mm512_reduce_add_ps(sum);
-  for (int64_t d = 0; d < t.hd; d += 4 * kL) {  // up to 4 vectors of d per pass over the cells
+  for (int64_t d = 0; d < t.vd; d += 4 * kL) {  // up to 4 vectors of d per pass over the cells
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t c = 0; c < t.n; ++c) {
       const __m512 p = _mm512_set1_ps(s[c]);
       const float* v = t.v + size_t(c) * t.v_stride + d;
       for (int j = 0; j < 4; ++j) {
         const int64_t dj = d + j * kL;
-        if (dj < t.hd) acc[j] = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(lanes(t.hd - dj), v + j * kL), acc[j]);
+        if (dj < t.vd) acc[j] = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(lanes(t.vd - dj), v + j * kL), acc[j]);
       }
     }
-    for (int j = 0; j < 4 && d + j * kL < t.hd; ++j) {
-      _mm512_mask_storeu_ps(out + d + j * kL, lanes(t.hd - d - j * kL), _mm512_mul_ps(acc[j], _mm512_set1_ps(inv)));
+    for (int j = 0; j < 4 && d + j * kL < t.vd; ++j) {
+      _mm512_mask_storeu_ps(out + d + j * kL, lanes(t.vd - d - j * kL), _mm512_mul_ps(acc[j], _mm512_set1_ps(inv)));
     }
   }
 }
@@ -160,8 +160,8 @@ void tile(const AttnTile& t) {
   transpose_queries(t, qt);
   scores(t, qt, st);
   const __m512 inv = softmax(t, st);
-  for (int64_t d0 = 0; d0 < t.hd; d0 += kL) {
-    const int nd = int(std::min<int64_t>(kL, t.hd - d0));
+  for (int64_t d0 = 0; d0 < t.vd; d0 += kL) {
+    const int nd = int(std::min<int64_t>(kL, t.vd - d0));
     if (nd == kL) {
       weighted_values<true>(t, st, inv, d0, nd);
     } else {
@@ -309,12 +309,12 @@ void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv,
   __mmask16 m[J];
   __m512 acc[R * J];
 #pragma GCC unroll 4
-  for (int j = 0; j < J; ++j) m[j] = lanes(t.hd - d0 - j * kL);
+  for (int j = 0; j < J; ++j) m[j] = lanes(t.vd - d0 - j * kL);
 #pragma GCC unroll 16
   for (int i = 0; i < R * J; ++i) acc[i] = _mm512_setzero_ps();
   const uint16_t* last = t.v16 + size_t(n - 1) * stride;
   for (int64_t c = 0; c < n; ++c, v += stride) {
-    if (d0 == 0) prefetch_row(std::min(v + kAheadCells * stride, last), t.hd);
+    if (d0 == 0) prefetch_row(std::min(v + kAheadCells * stride, last), t.vd);
     __m512 vv[J];
 #pragma GCC unroll 4
     for (int j = 0; j < J; ++j) vv[j] = load_f16(v + j * kL, m[j]);
@@ -335,8 +335,8 @@ void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv,
 template <int R>
 void values_for_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0) {
   constexpr int kJ = R > 4 ? 2 : 4;
-  for (int64_t d0 = 0; d0 < t.hd; d0 += kJ * kL) {
-    switch (std::min<int64_t>(kJ, (t.hd - d0 + kL - 1) / kL)) {
+  for (int64_t d0 = 0; d0 < t.vd; d0 += kJ * kL) {
+    switch (std::min<int64_t>(kJ, (t.vd - d0 + kL - 1) / kL)) {
       case 1: value_rows<R, 1>(t, s, ns, inv, r0, d0); break;
       case 2: value_rows<R, 2>(t, s, ns, inv, r0, d0); break;
       case 3: value_rows<R, 3>(t, s, ns, inv, r0, d0); break;
