@@ -13,6 +13,7 @@
 #include "fuzz/fuzz_support.h"
 #include "tessera/gguf.h"
 #include "tessera/grammar.h"
+#include "tessera/safetensors.h"
 #include "quant/convert.h"
 
 using namespace tessera;
@@ -231,6 +232,27 @@ void server_seeds() {
   for (const auto& [endpoint, body] : bodies) seed("server", std::to_string(i++), char(endpoint) + body);
 }
 
+// Small checkpoints of every float dtype, with metadata; and an empty one.
+void safetensors_seeds() {
+  const std::vector<uint8_t> bytes(64, 0x3C);
+  const fs::path path = g_root / "safetensors.tmp";
+  const std::vector<std::vector<safetensors::WriteTensor>> files = {
+      {{"model.embed_tokens.weight", safetensors::Dtype::F32, {4, 4}, bytes},
+       {"model.norm.weight", safetensors::Dtype::F16, {4}, std::span(bytes).first(8)},
+       {"lm_head.weight", safetensors::Dtype::BF16, {2, 4}, std::span(bytes).first(16)},
+       {"w.fp8", safetensors::Dtype::F8_E4M3, {2, 2}, std::span(bytes).first(4)},
+       {"w.e5", safetensors::Dtype::F8_E5M2, {3}, std::span(bytes).first(3)},
+       {"w.f64", safetensors::Dtype::F64, {1}, std::span(bytes).first(8)},
+       {"ids", safetensors::Dtype::I64, {2}, std::span(bytes).first(16)}},
+      {},
+  };
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!safetensors::write(path.string(), files[i], {{"format", "pt"}})) continue;
+    seed("safetensors", std::to_string(i), bytes_of(fuzz::read_file(path.string())));
+  }
+  fs::remove(path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -248,5 +270,6 @@ int main(int argc, char** argv) {
   state_seeds();
   lora_seeds();
   server_seeds();
+  safetensors_seeds();
   return 0;
 }
