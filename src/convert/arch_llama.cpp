@@ -1,0 +1,209 @@
+// The LLaMA family as the reference converter maps it (convert_hf_to_gguf.py: LlamaModel
+// for LLaMA, Mistral and Mixtral; Qwen2Model for Qwen2): HF's model.layers.N.* names, the
+// q/k rows of LLaMA permuted for GGUF's adjacent-pair rotation (Qwen2's are not: its GGUF
+// rotates NeoX-style halves), Qwen2's q/k/v biases, Mixtral's experts stacked into
+// ffn_*_exps, and LLaMA 3's rope_freqs computed from rope_scaling.
+#include <cmath>
+#include <numbers>
+
+#include "convert/hf_arch.h"
+
+namespace tessera::convert {
+namespace {
+
+struct Dims {
+  int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, head_dim, n_expert;
+};
+
+Result<Dims> dims(const HfConfig& c) {
+  Dims d{};
+  for (auto [key, field] : {std::pair{"hidden_size", &d.n_embd}, std::pair{"num_hidden_layers", &d.n_layer},
+                            std::pair{"num_attention_heads", &d.n_head}, std::pair{"intermediate_size", &d.n_ff},
+                            std::pair{"vocab_size", &d.n_vocab}}) {
+    Result<int64_t> v = c.integer(key);
+    if (!v) return v.status();
+    if (*v <= 0) return Status::error("convert: config.json '" + std::string(key) + "' must be positive");
+    *field = *v;
+  }
+  d.n_head_kv = c.integer_or("num_key_value_heads", d.n_head);
+  d.head_dim = c.integer_or("head_dim", d.n_embd / d.n_head);
+  d.n_expert = c.integer_or("num_local_experts", 0);
+  if (d.n_head_kv <= 0 || d.n_head % d.n_head_kv != 0 || d.head_dim <= 0 || d.head_dim % 2 != 0) {
+    return Status::error("convert: config.json's heads (" + std::to_string(d.n_head) + " query, " +
+                         std::to_string(d.n_head_kv) + " key/value, head_dim " + std::to_string(d.head_dim) +
+                         ") do not make grouped-query attention");
+  }
+  return d;
+}
+
+/// LLaMA 3's rope_freqs: the divisor of each rotary pair's frequency (LlamaModel's
+/// generate_extra_tensors for rope_scaling.rope_type "llama3").
+std::vector<float> llama3_rope_freqs(const HfConfig& c, int64_t head_dim) {
+  const nlohmann::json& s = c.json()["rope_scaling"];
+  const double base = c.number_or("rope_theta", 10000.0);
+  const double factor = s.value("factor", 8.0);
+  const double low = s.value("low_freq_factor", 1.0);
+  const double high = s.value("high_freq_factor", 4.0);
+  const double old_ctx = s.value("original_max_position_embeddings", 8192.0);
+  const double low_wavelen = old_ctx / low;
+  const double high_wavelen = old_ctx / high;
+  std::vector<float> out;
+  for (int64_t i = 0; i < head_dim; i += 2) {
+    const double freq = 1.0 / std::pow(base, double(i) / double(head_dim));
+    const double wavelen = 2 * std::numbers::pi / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(float(factor));
+    } else {
+      const double smooth = (old_ctx / wavelen - low) / (high - low);
+      out.push_back(float(1.0 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
+std::string rope_type(const HfConfig& c) {
+  if (!c.has("rope_scaling") || !c.json()["rope_scaling"].is_object()) return "";
+  const nlohmann::json& s = c.json()["rope_scaling"];
+  if (s.contains("rope_type") && s["rope_type"].is_string()) return s["rope_type"].get<std::string>();
+  if (s.contains("type") && s["type"].is_string()) return s["type"].get<std::string>();
+  return "";
+}
+
+/// The keys of the reference's Model.set_gguf_parameters (what Qwen2Model writes).
+Status base_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
+  Result<Dims> d = dims(c);
+  if (!d) return d.status();
+  const std::string a = arch + ".";
+  w.set(a + "context_length", uint32_t(c.integer_or("max_position_embeddings", 4096)));
+  w.set(a + "embedding_length", uint32_t(d->n_embd));
+  w.set(a + "block_count", uint32_t(d->n_layer));
+  w.set(a + "feed_forward_length", uint32_t(d->n_ff));
+  w.set(a + "attention.head_count", uint32_t(d->n_head));
+  w.set(a + "attention.head_count_kv", uint32_t(d->n_head_kv));
+  if (c.has("rope_theta")) w.set(a + "rope.freq_base", float(c.number_or("rope_theta", 10000.0)));
+  w.set(a + "attention.layer_norm_rms_epsilon", float(c.number_or("rms_norm_eps", 1e-6)));
+  if (d->n_expert > 0) {
+    w.set(a + "expert_count", uint32_t(d->n_expert));
+    w.set(a + "expert_used_count", uint32_t(c.integer_or("num_experts_per_tok", 2)));
+  }
+  return Status::ok();
+}
+
+/// LlamaModel's additions: the vocabulary size, the rotary dims, the head size where it is
+/// not n_embd / n_head, linear or YaRN rope scaling (LLaMA 3's becomes rope_freqs).
+Status llama_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
+  TESSERA_RETURN_IF_ERROR(base_keys(c, arch, w));
+  Result<Dims> d = dims(c);
+  if (!d) return d.status();
+  const std::string a = arch + ".";
+  w.set(a + "vocab_size", uint32_t(d->n_vocab));
+  w.set(a + "rope.dimension_count", uint32_t(d->head_dim));
+  if (d->head_dim != d->n_embd / d->n_head) {
+    w.set(a + "attention.key_length", uint32_t(d->head_dim));
+    w.set(a + "attention.value_length", uint32_t(d->head_dim));
+  }
+  const std::string rt = rope_type(c);
+  if (rt == "linear") {
+    w.set(a + "rope.scaling.type", std::string("linear"));
+    w.set(a + "rope.scaling.factor", float(c.json()["rope_scaling"].value("factor", 1.0)));
+  } else if (rt == "yarn") {
+    const nlohmann::json& s = c.json()["rope_scaling"];
+    w.set(a + "rope.scaling.type", std::string("yarn"));
+    w.set(a + "rope.scaling.factor", float(s.value("factor", 1.0)));
+    w.set(a + "rope.scaling.original_context_length",
+          uint32_t(s.value("original_max_position_embeddings", int64_t(4096))));
+  } else if (!rt.empty() && rt != "llama3" && rt != "default") {
+    return Status::error("convert: config.json rope_scaling type '" + rt + "' is not converted for " + arch);
+  }
+  return Status::ok();
+}
+
+TensorPlan plan_of(std::string name, std::string source, std::vector<int64_t> shape, bool keep_f32 = false) {
+  TensorPlan p;
+  p.name = std::move(name);
+  p.sources = {std::move(source)};
+  p.shape = std::move(shape);
+  p.keep_f32 = keep_f32;
+  return p;
+}
+
+/// `rope_permute`: LLaMA's q/k permutation. Biases of q/k/v (Qwen2's) where the checkpoint
+/// has them.
+Result<std::vector<TensorPlan>> family_plan(const HfConfig& c, const Checkpoint& ck, bool rope_permute) {
+  Result<Dims> dr = dims(c);
+  if (!dr) return dr.status();
+  const Dims d = *dr;
+  const int64_t q_dim = d.n_head * d.head_dim, kv_dim = d.n_head_kv * d.head_dim;
+  std::vector<TensorPlan> out;
+  out.push_back(plan_of("token_embd.weight", "model.embed_tokens.weight", {d.n_embd, d.n_vocab}));
+  out.push_back(plan_of("output_norm.weight", "model.norm.weight", {d.n_embd}, true));
+  if (ck.has("lm_head.weight")) out.push_back(plan_of("output.weight", "lm_head.weight", {d.n_embd, d.n_vocab}));
+  if (rope_type(c) == "llama3") {
+    TensorPlan f;
+    f.name = "rope_freqs.weight";
+    f.generated = llama3_rope_freqs(c, d.head_dim);
+    f.shape = {int64_t(f.generated.size())};
+    f.keep_f32 = true;
+    out.push_back(std::move(f));
+  }
+  for (int64_t il = 0; il < d.n_layer; ++il) {
+    const std::string hf = "model.layers." + std::to_string(il) + ".";
+    const std::string gg = "blk." + std::to_string(il) + ".";
+    out.push_back(plan_of(gg + "attn_norm.weight", hf + "input_layernorm.weight", {d.n_embd}, true));
+    TensorPlan q = plan_of(gg + "attn_q.weight", hf + "self_attn.q_proj.weight", {d.n_embd, q_dim});
+    TensorPlan k = plan_of(gg + "attn_k.weight", hf + "self_attn.k_proj.weight", {d.n_embd, kv_dim});
+    if (rope_permute) {
+      q.transform = k.transform = Transform::PermuteRope;
+      q.heads = d.n_head;
+      k.heads = d.n_head_kv;
+    }
+    out.push_back(std::move(q));
+    out.push_back(std::move(k));
+    out.push_back(plan_of(gg + "attn_v.weight", hf + "self_attn.v_proj.weight", {d.n_embd, kv_dim}));
+    for (auto [g, h, n] : {std::tuple{"attn_q.bias", "self_attn.q_proj.bias", q_dim},
+                           std::tuple{"attn_k.bias", "self_attn.k_proj.bias", kv_dim},
+                           std::tuple{"attn_v.bias", "self_attn.v_proj.bias", kv_dim}}) {
+      if (ck.has(hf + h)) out.push_back(plan_of(gg + g, hf + h, {n}, true));
+    }
+    out.push_back(plan_of(gg + "attn_output.weight", hf + "self_attn.o_proj.weight", {q_dim, d.n_embd}));
+    out.push_back(plan_of(gg + "ffn_norm.weight", hf + "post_attention_layernorm.weight", {d.n_embd}, true));
+    if (d.n_expert > 0) {
+      const std::string moe = hf + "block_sparse_moe.";
+      out.push_back(plan_of(gg + "ffn_gate_inp.weight", moe + "gate.weight", {d.n_embd, d.n_expert}, true));
+      for (auto [g, w, in, outd] : {std::tuple{"ffn_gate_exps.weight", "w1", d.n_embd, d.n_ff},
+                                    std::tuple{"ffn_down_exps.weight", "w2", d.n_ff, d.n_embd},
+                                    std::tuple{"ffn_up_exps.weight", "w3", d.n_embd, d.n_ff}}) {
+        TensorPlan e;
+        e.name = gg + g;
+        e.shape = {in, outd, d.n_expert};
+        for (int64_t x = 0; x < d.n_expert; ++x) {
+          e.sources.push_back(moe + "experts." + std::to_string(x) + "." + w + ".weight");
+        }
+        out.push_back(std::move(e));
+      }
+    } else {
+      out.push_back(plan_of(gg + "ffn_gate.weight", hf + "mlp.gate_proj.weight", {d.n_embd, d.n_ff}));
+      out.push_back(plan_of(gg + "ffn_up.weight", hf + "mlp.up_proj.weight", {d.n_embd, d.n_ff}));
+      out.push_back(plan_of(gg + "ffn_down.weight", hf + "mlp.down_proj.weight", {d.n_ff, d.n_embd}));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<TensorPlan>> llama_plan(const HfConfig& c, const Checkpoint& ck) {
+  return family_plan(c, ck, /*rope_permute=*/true);
+}
+Result<std::vector<TensorPlan>> qwen2_plan(const HfConfig& c, const Checkpoint& ck) {
+  return family_plan(c, ck, /*rope_permute=*/false);
+}
+
+}  // namespace
+
+extern const HfArch kHfLlama{"LlamaForCausalLM", "llama", llama_keys, llama_plan};
+extern const HfArch kHfMistral{"MistralForCausalLM", "llama", llama_keys, llama_plan};
+extern const HfArch kHfMixtral{"MixtralForCausalLM", "llama", llama_keys, llama_plan};
+extern const HfArch kHfQwen2{"Qwen2ForCausalLM", "qwen2", base_keys, qwen2_plan};
+
+}  // namespace tessera::convert

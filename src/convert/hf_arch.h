@@ -1,0 +1,74 @@
+// How one Hugging Face architecture becomes a tessera one: the metadata keys its config.json
+// gives (as the reference converter's set_gguf_parameters writes them) and the plan of its
+// tensors (each GGUF tensor from which checkpoint tensors, by which transform). One file
+// per family of architectures (arch_*.cpp), listed in arch_registry.cpp.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "convert/hf_checkpoint.h"
+#include "tessera/gguf.h"
+#include "tessera/status.h"
+
+namespace tessera::convert {
+
+/// config.json, with reads that name the key and the file when they fail.
+class HfConfig {
+ public:
+  static Result<HfConfig> load(const std::filesystem::path& dir);
+  const nlohmann::json& json() const { return j_; }
+  bool has(const std::string& key) const { return j_.contains(key) && !j_[key].is_null(); }
+  Result<int64_t> integer(const std::string& key) const;
+  int64_t integer_or(const std::string& key, int64_t fallback) const;
+  Result<double> number(const std::string& key) const;
+  double number_or(const std::string& key, double fallback) const;
+  bool boolean_or(const std::string& key, bool fallback) const;
+  /// architectures[0].
+  std::string hf_arch() const;
+
+ private:
+  nlohmann::json j_;
+  std::string path_;
+};
+
+/// How a checkpoint tensor's values are rearranged on the way.
+enum class Transform {
+  None,
+  /// LLaMA's q/k rows: each head's two rotary halves interleaved (GGUF rotates adjacent
+  /// pairs), `heads` heads; convert_hf_to_gguf.py's LlamaModel.permute.
+  PermuteRope,
+};
+
+/// One GGUF tensor: from one checkpoint tensor, or several stacked (experts: sources in
+/// expert order, each one slice of the outermost dimension).
+struct TensorPlan {
+  std::string name;                  // GGUF name
+  std::vector<std::string> sources;  // checkpoint names
+  std::vector<int64_t> shape;        // the expected GGUF ne, innermost first
+  Transform transform = Transform::None;
+  int64_t heads = 0;                 // PermuteRope
+  bool keep_f32 = false;             // norms, biases, routers: F32 whatever the type
+  /// Values that are not in the checkpoint (LLaMA 3's rope_freqs): the plan holds them.
+  std::vector<float> generated;
+};
+
+struct HfArch {
+  const char* hf_name;  // config.json architectures[0]
+  const char* arch;     // general.architecture written
+  /// The <arch>.* keys (general.* and tokenizer.* are not its business).
+  Status (*keys)(const HfConfig& c, const std::string& arch, gguf::Writer& w);
+  /// Every GGUF tensor, in the order written. Optional checkpoint tensors (biases, an
+  /// untied lm_head) are planned only where `ck` has them.
+  Result<std::vector<TensorPlan>> (*plan)(const HfConfig& c, const Checkpoint& ck);
+};
+
+/// The architecture of config.json's architectures[0] (or `override_arch`, a tessera name);
+/// an error listing the convertible ones.
+Result<const HfArch*> find_hf_arch(const std::string& hf_name, const std::string& override_arch);
+const std::vector<const HfArch*>& hf_archs();
+
+}  // namespace tessera::convert

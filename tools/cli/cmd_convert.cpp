@@ -1,0 +1,68 @@
+// `tessera convert DIR -o OUT.gguf`: a Hugging Face checkpoint folder to GGUF
+// (tessera/convert.h). A progress line on a terminal, a summary line at the end.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "tessera/convert.h"
+#include "tessera/quantize.h"
+
+namespace tessera::cli {
+namespace {
+
+struct ConvertOptions {
+  ConvertParams params;
+  int threads = default_threads();
+};
+
+int run_convert(ConvertOptions& o) {
+  o.params.n_threads = o.threads;
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  bool drawn = false;
+  if (terminal) {
+    o.params.progress = [&](const ConvertProgress& p) {
+      std::fprintf(stderr, "\rtessera convert: [%zu/%zu] %-40.40s", p.tensor, p.n_tensors, p.name.c_str());
+      std::fflush(stderr);
+      drawn = true;
+    };
+  }
+  Result<ConvertReport> r = convert_checkpoint(o.params);
+  if (drawn) std::fprintf(stderr, "\r%-79s\r", "");
+  if (!r) return fail(r.status().message());
+  if (!r->vocab) {
+    std::fprintf(stderr, "tessera convert: warning: no tokenizer written (converting tokenizer files is not built "
+                         "yet): the file runs on token ids only\n");
+  }
+  std::fprintf(stderr, "tessera convert: %s (%s) -> %s: %zu tensors, %.1f MiB, %s, %.1f s\n", r->hf_arch.c_str(),
+               r->arch.c_str(), o.params.output_path.c_str(), r->n_tensors, double(r->out_bytes) / (1024.0 * 1024.0),
+               o.params.type.c_str(), r->seconds);
+  return 0;
+}
+
+}  // namespace
+
+Command add_convert(CLI::App& app) {
+  auto o = std::make_shared<ConvertOptions>();
+  std::string archs;
+  for (const auto& [hf, arch] : convertible_architectures()) archs += (archs.empty() ? "" : ", ") + hf + " -> " + arch;
+  CLI::App* cmd = app.add_subcommand(
+      "convert", "Convert a Hugging Face checkpoint folder (config.json, *.safetensors) to GGUF. Architectures: " + archs);
+  cmd->add_option("dir", o->params.input_dir, "the checkpoint folder")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("-o,--output", o->params.output_path, "the GGUF file to write")->required();
+  std::string types = "f32, f16, bf16";
+  for (const std::string& t : quantize_type_names()) {
+    if (t != "F32" && t != "F16" && t != "BF16") types += ", " + t;
+  }
+  cmd->add_option("--type", o->params.type,
+                  "weight type (default f16): f32, f16, bf16, or a quantize type applied to the f16 conversion "
+                  "(" + types + "); norms and biases stay f32");
+  cmd->add_flag("--vocab-only", o->params.vocab_only, "write the tokenizer part alone");
+  cmd->add_option("--arch-override", o->params.arch_override,
+                  "the tessera architecture to write instead of the one config.json names");
+  cmd->add_option("-t,--threads", o->threads, "CPU threads (quantization)")->check(NumberRange(1, 512));
+  return {cmd, [o] { return run_convert(*o); }};
+}
+
+}  // namespace tessera::cli
