@@ -81,12 +81,16 @@ Status base_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
   w.set(a + "block_count", uint32_t(d->n_layer));
   w.set(a + "feed_forward_length", uint32_t(d->n_ff));
   w.set(a + "attention.head_count", uint32_t(d->n_head));
-  w.set(a + "attention.head_count_kv", uint32_t(d->n_head_kv));
+  if (c.has("num_key_value_heads")) w.set(a + "attention.head_count_kv", uint32_t(d->n_head_kv));
   if (c.has("rope_theta")) w.set(a + "rope.freq_base", float(c.number_or("rope_theta", 10000.0)));
-  w.set(a + "attention.layer_norm_rms_epsilon", float(c.number_or("rms_norm_eps", 1e-6)));
+  if (c.has("rms_norm_eps")) w.set(a + "attention.layer_norm_rms_epsilon", float(c.number_or("rms_norm_eps", 0)));
   if (d->n_expert > 0) {
     w.set(a + "expert_count", uint32_t(d->n_expert));
     w.set(a + "expert_used_count", uint32_t(c.integer_or("num_experts_per_tok", 2)));
+  }
+  if (c.has("head_dim")) {
+    w.set(a + "attention.key_length", uint32_t(d->head_dim));
+    w.set(a + "attention.value_length", uint32_t(d->head_dim));
   }
   return Status::ok();
 }
@@ -100,10 +104,6 @@ Status llama_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
   const std::string a = arch + ".";
   w.set(a + "vocab_size", uint32_t(d->n_vocab));
   w.set(a + "rope.dimension_count", uint32_t(d->head_dim));
-  if (d->head_dim != d->n_embd / d->n_head) {
-    w.set(a + "attention.key_length", uint32_t(d->head_dim));
-    w.set(a + "attention.value_length", uint32_t(d->head_dim));
-  }
   const std::string rt = rope_type(c);
   if (rt == "linear") {
     w.set(a + "rope.scaling.type", std::string("linear"));
@@ -120,90 +120,60 @@ Status llama_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
   return Status::ok();
 }
 
-TensorPlan plan_of(std::string name, std::string source, std::vector<int64_t> shape, bool keep_f32 = false) {
-  TensorPlan p;
-  p.name = std::move(name);
-  p.sources = {std::move(source)};
-  p.shape = std::move(shape);
-  p.keep_f32 = keep_f32;
-  return p;
+/// LLaMA 3's rope_freqs, where rope_scaling asks for them.
+Result<std::vector<TensorPlan>> llama_generated(const HfConfig& c) {
+  if (rope_type(c) != "llama3") return std::vector<TensorPlan>{};
+  Result<Dims> d = dims(c);
+  if (!d) return d.status();
+  TensorPlan f;
+  f.name = "rope_freqs.weight";
+  f.generated = llama3_rope_freqs(c, d->head_dim);
+  f.shape = {int64_t(f.generated.size())};
+  f.keep_f32 = true;
+  return std::vector<TensorPlan>{std::move(f)};
 }
 
-/// `rope_permute`: LLaMA's q/k permutation. Biases of q/k/v (Qwen2's) where the checkpoint
-/// has them.
-Result<std::vector<TensorPlan>> family_plan(const HfConfig& c, const Checkpoint& ck, bool rope_permute) {
-  Result<Dims> dr = dims(c);
-  if (!dr) return dr.status();
-  const Dims d = *dr;
-  const int64_t q_dim = d.n_head * d.head_dim, kv_dim = d.n_head_kv * d.head_dim;
-  std::vector<TensorPlan> out;
-  out.push_back(plan_of("token_embd.weight", "model.embed_tokens.weight", {d.n_embd, d.n_vocab}));
-  out.push_back(plan_of("output_norm.weight", "model.norm.weight", {d.n_embd}, true));
-  if (ck.has("lm_head.weight")) out.push_back(plan_of("output.weight", "lm_head.weight", {d.n_embd, d.n_vocab}));
-  if (rope_type(c) == "llama3") {
-    TensorPlan f;
-    f.name = "rope_freqs.weight";
-    f.generated = llama3_rope_freqs(c, d.head_dim);
-    f.shape = {int64_t(f.generated.size())};
-    f.keep_f32 = true;
-    out.push_back(std::move(f));
-  }
-  for (int64_t il = 0; il < d.n_layer; ++il) {
-    const std::string hf = "model.layers." + std::to_string(il) + ".";
-    const std::string gg = "blk." + std::to_string(il) + ".";
-    out.push_back(plan_of(gg + "attn_norm.weight", hf + "input_layernorm.weight", {d.n_embd}, true));
-    TensorPlan q = plan_of(gg + "attn_q.weight", hf + "self_attn.q_proj.weight", {d.n_embd, q_dim});
-    TensorPlan k = plan_of(gg + "attn_k.weight", hf + "self_attn.k_proj.weight", {d.n_embd, kv_dim});
-    if (rope_permute) {
-      q.transform = k.transform = Transform::PermuteRope;
-      q.heads = d.n_head;
-      k.heads = d.n_head_kv;
-    }
-    out.push_back(std::move(q));
-    out.push_back(std::move(k));
-    out.push_back(plan_of(gg + "attn_v.weight", hf + "self_attn.v_proj.weight", {d.n_embd, kv_dim}));
-    for (auto [g, h, n] : {std::tuple{"attn_q.bias", "self_attn.q_proj.bias", q_dim},
-                           std::tuple{"attn_k.bias", "self_attn.k_proj.bias", kv_dim},
-                           std::tuple{"attn_v.bias", "self_attn.v_proj.bias", kv_dim}}) {
-      if (ck.has(hf + h)) out.push_back(plan_of(gg + g, hf + h, {n}, true));
-    }
-    out.push_back(plan_of(gg + "attn_output.weight", hf + "self_attn.o_proj.weight", {q_dim, d.n_embd}));
-    out.push_back(plan_of(gg + "ffn_norm.weight", hf + "post_attention_layernorm.weight", {d.n_embd}, true));
-    if (d.n_expert > 0) {
-      const std::string moe = hf + "block_sparse_moe.";
-      out.push_back(plan_of(gg + "ffn_gate_inp.weight", moe + "gate.weight", {d.n_embd, d.n_expert}, true));
-      for (auto [g, w, in, outd] : {std::tuple{"ffn_gate_exps.weight", "w1", d.n_embd, d.n_ff},
-                                    std::tuple{"ffn_down_exps.weight", "w2", d.n_ff, d.n_embd},
-                                    std::tuple{"ffn_up_exps.weight", "w3", d.n_embd, d.n_ff}}) {
-        TensorPlan e;
-        e.name = gg + g;
-        e.shape = {in, outd, d.n_expert};
-        for (int64_t x = 0; x < d.n_expert; ++x) {
-          e.sources.push_back(moe + "experts." + std::to_string(x) + "." + w + ".weight");
-        }
-        out.push_back(std::move(e));
-      }
-    } else {
-      out.push_back(plan_of(gg + "ffn_gate.weight", hf + "mlp.gate_proj.weight", {d.n_embd, d.n_ff}));
-      out.push_back(plan_of(gg + "ffn_up.weight", hf + "mlp.up_proj.weight", {d.n_embd, d.n_ff}));
-      out.push_back(plan_of(gg + "ffn_down.weight", hf + "mlp.down_proj.weight", {d.n_ff, d.n_embd}));
-    }
-  }
-  return out;
-}
+constexpr NameMap kGlobals[] = {
+    {"model.embed_tokens.weight", "token_embd.weight"},
+    {"model.norm.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"},  // absent when tied to the embedding
+};
 
-Result<std::vector<TensorPlan>> llama_plan(const HfConfig& c, const Checkpoint& ck) {
-  return family_plan(c, ck, /*rope_permute=*/true);
-}
-Result<std::vector<TensorPlan>> qwen2_plan(const HfConfig& c, const Checkpoint& ck) {
-  return family_plan(c, ck, /*rope_permute=*/false);
-}
+/// LLaMA's layers; `rope` is its q/k permutation (Qwen2 has none).
+#define TESSERA_LLAMA_LAYER(rope)                                                                 \
+  {"model.layers.{}.input_layernorm.weight", "blk.{}.attn_norm.weight"},                           \
+  {"model.layers.{}.self_attn.q_proj.weight", "blk.{}.attn_q.weight", rope},                       \
+  {"model.layers.{}.self_attn.k_proj.weight", "blk.{}.attn_k.weight", rope},                       \
+  {"model.layers.{}.self_attn.v_proj.weight", "blk.{}.attn_v.weight"},                             \
+  {"model.layers.{}.self_attn.q_proj.bias", "blk.{}.attn_q.bias"},                                 \
+  {"model.layers.{}.self_attn.k_proj.bias", "blk.{}.attn_k.bias"},                                 \
+  {"model.layers.{}.self_attn.v_proj.bias", "blk.{}.attn_v.bias"},                                 \
+  {"model.layers.{}.self_attn.o_proj.weight", "blk.{}.attn_output.weight"},                        \
+  {"model.layers.{}.post_attention_layernorm.weight", "blk.{}.ffn_norm.weight"},                   \
+  {"model.layers.{}.mlp.gate_proj.weight", "blk.{}.ffn_gate.weight"},                              \
+  {"model.layers.{}.mlp.up_proj.weight", "blk.{}.ffn_up.weight"},                                  \
+  {"model.layers.{}.mlp.down_proj.weight", "blk.{}.ffn_down.weight"},                              \
+  {"model.layers.{}.block_sparse_moe.gate.weight", "blk.{}.ffn_gate_inp.weight"}
+
+constexpr NameMap kLlamaLayers[] = {TESSERA_LLAMA_LAYER(Transform::PermuteRope)};
+constexpr NameMap kQwen2Layers[] = {TESSERA_LLAMA_LAYER(Transform::None)};
+#undef TESSERA_LLAMA_LAYER
+
+/// Mixtral's experts: w1 the gate, w2 down, w3 up.
+constexpr NameMap kMixtralExperts[] = {
+    {"model.layers.{}.block_sparse_moe.experts.{e}.w1.weight", "blk.{}.ffn_gate_exps.weight"},
+    {"model.layers.{}.block_sparse_moe.experts.{e}.w2.weight", "blk.{}.ffn_down_exps.weight"},
+    {"model.layers.{}.block_sparse_moe.experts.{e}.w3.weight", "blk.{}.ffn_up_exps.weight"},
+};
 
 }  // namespace
 
-extern const HfArch kHfLlama{"LlamaForCausalLM", "llama", llama_keys, llama_plan};
-extern const HfArch kHfMistral{"MistralForCausalLM", "llama", llama_keys, llama_plan};
-extern const HfArch kHfMixtral{"MixtralForCausalLM", "llama", llama_keys, llama_plan};
-extern const HfArch kHfQwen2{"Qwen2ForCausalLM", "qwen2", base_keys, qwen2_plan};
+extern const HfArch kHfLlama{"LlamaForCausalLM", "llama", llama_keys, kGlobals, kLlamaLayers, kMixtralExperts,
+                             llama_generated};
+extern const HfArch kHfMistral{"MistralForCausalLM", "llama", llama_keys, kGlobals, kLlamaLayers, kMixtralExperts,
+                               llama_generated};
+extern const HfArch kHfMixtral{"MixtralForCausalLM", "llama", llama_keys, kGlobals, kLlamaLayers, kMixtralExperts,
+                               llama_generated};
+extern const HfArch kHfQwen2{"Qwen2ForCausalLM", "qwen2", base_keys, kGlobals, kQwen2Layers, {}, nullptr};
 
 }  // namespace tessera::convert

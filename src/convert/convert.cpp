@@ -88,7 +88,7 @@ Status write_weights(const ConvertParams& p, const convert::HfConfig& c, const c
                      gguf::Writer& w, const std::string& path, ConvertReport& report) {
   Result<std::unique_ptr<Checkpoint>> ck = Checkpoint::open(p.input_dir);
   if (!ck) return ck.status();
-  Result<std::vector<TensorPlan>> plan = arch.plan(c, **ck);
+  Result<std::vector<TensorPlan>> plan = convert::plan_tensors(arch, c, **ck, w);
   if (!plan) return plan.status();
   std::vector<std::vector<uint8_t>> storage;  // the converted tensors, alive until write()
   storage.reserve(plan->size());
@@ -97,7 +97,8 @@ Status write_weights(const ConvertParams& p, const convert::HfConfig& c, const c
     if (p.progress) p.progress({i, plan->size(), tp.name});
     Result<std::vector<float>> v = gather(tp, **ck);
     if (!v) return v.status();
-    const DType t = tp.keep_f32 || tp.shape.size() == 1 ? DType::F32 : type;
+    // As the reference's prepare_tensors: 1-D tensors and every *_norm.weight stay F32.
+    const DType t = tp.keep_f32 || tp.shape.size() == 1 || tp.name.ends_with("_norm.weight") ? DType::F32 : type;
     std::array<int64_t, 4> ne = {1, 1, 1, 1};
     for (size_t d = 0; d < tp.shape.size(); ++d) ne[d] = tp.shape[d];
     std::vector<uint8_t>& bytes = storage.emplace_back(dtype_row_size(t, ne[0]) * size_t(v->size() / size_t(ne[0])));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,8 @@ enum class Transform {
   /// LLaMA's q/k rows: each head's two rotary halves interleaved (GGUF rotates adjacent
   /// pairs), `heads` heads; convert_hf_to_gguf.py's LlamaModel.permute.
   PermuteRope,
+  /// Gemma's norms: HF multiplies by (1 + w), GGUF files hold 1 + w.
+  AddOne,
 };
 
 /// One GGUF tensor: from one checkpoint tensor, or several stacked (experts: sources in
@@ -56,15 +59,33 @@ struct TensorPlan {
   std::vector<float> generated;
 };
 
+/// One name of the checkpoint and its GGUF name: "{}" stands for the layer index, and in
+/// an expert map "{e}" for the expert's (the experts are stacked into one GGUF tensor).
+struct NameMap {
+  const char* hf;
+  const char* gguf;
+  /// PermuteRope: by the query heads for "attn_q", the key/value heads otherwise.
+  Transform transform = Transform::None;
+};
+
 struct HfArch {
   const char* hf_name;  // config.json architectures[0]
   const char* arch;     // general.architecture written
   /// The <arch>.* keys (general.* and tokenizer.* are not its business).
   Status (*keys)(const HfConfig& c, const std::string& arch, gguf::Writer& w);
-  /// Every GGUF tensor, in the order written. Optional checkpoint tensors (biases, an
-  /// untied lm_head) are planned only where `ck` has them.
-  Result<std::vector<TensorPlan>> (*plan)(const HfConfig& c, const Checkpoint& ck);
+  std::span<const NameMap> globals;  // outside the layers
+  std::span<const NameMap> layers;   // in every layer where the checkpoint has them
+  std::span<const NameMap> experts;  // stacked over config.json's expert count
+  /// Tensors computed from config.json (LLaMA 3's rope_freqs, LongRoPE's factors); null:
+  /// none.
+  Result<std::vector<TensorPlan>> (*generated)(const HfConfig& c) = nullptr;
 };
+
+/// Every GGUF tensor of `arch` for checkpoint `ck`, in the order written: the maps' entries
+/// the checkpoint has, with the shapes tessera's loader expects from the keys in `keys`
+/// (so that a checkpoint disagreeing with config.json is caught tensor by tensor).
+Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig& c, const Checkpoint& ck,
+                                             const gguf::Writer& keys);
 
 /// The architecture of config.json's architectures[0] (or `override_arch`, a tessera name);
 /// an error listing the convertible ones.
