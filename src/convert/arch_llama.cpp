@@ -71,30 +71,6 @@ std::string rope_type(const HfConfig& c) {
   return "";
 }
 
-/// The keys of the reference's Model.set_gguf_parameters (what Qwen2Model writes).
-Status base_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
-  Result<Dims> d = dims(c);
-  if (!d) return d.status();
-  const std::string a = arch + ".";
-  w.set(a + "context_length", uint32_t(c.integer_or("max_position_embeddings", 4096)));
-  w.set(a + "embedding_length", uint32_t(d->n_embd));
-  w.set(a + "block_count", uint32_t(d->n_layer));
-  w.set(a + "feed_forward_length", uint32_t(d->n_ff));
-  w.set(a + "attention.head_count", uint32_t(d->n_head));
-  if (c.has("num_key_value_heads")) w.set(a + "attention.head_count_kv", uint32_t(d->n_head_kv));
-  if (c.has("rope_theta")) w.set(a + "rope.freq_base", float(c.number_or("rope_theta", 10000.0)));
-  if (c.has("rms_norm_eps")) w.set(a + "attention.layer_norm_rms_epsilon", float(c.number_or("rms_norm_eps", 0)));
-  if (d->n_expert > 0) {
-    w.set(a + "expert_count", uint32_t(d->n_expert));
-    w.set(a + "expert_used_count", uint32_t(c.integer_or("num_experts_per_tok", 2)));
-  }
-  if (c.has("head_dim")) {
-    w.set(a + "attention.key_length", uint32_t(d->head_dim));
-    w.set(a + "attention.value_length", uint32_t(d->head_dim));
-  }
-  return Status::ok();
-}
-
 /// LlamaModel's additions: the vocabulary size, the rotary dims, the head size where it is
 /// not n_embd / n_head, linear or YaRN rope scaling (LLaMA 3's becomes rope_freqs).
 Status llama_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
@@ -166,8 +142,23 @@ constexpr NameMap kMixtralExperts[] = {
     {"model.layers.{}.block_sparse_moe.experts.{e}.w3.weight", "blk.{}.ffn_up_exps.weight"},
 };
 
+/// GraniteModel (a LlamaModel without head_dim): its four multipliers as GGUF's scales.
+Status granite_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
+  HfConfig without = c;
+  without.erase("head_dim");  // the reference ignores it for Granite
+  TESSERA_RETURN_IF_ERROR(llama_keys(without, arch, w));
+  const std::string a = arch + ".";
+  for (auto [from, key] : {std::pair{"attention_multiplier", "attention.scale"},
+                           std::pair{"embedding_multiplier", "embedding_scale"},
+                           std::pair{"residual_multiplier", "residual_scale"}, std::pair{"logits_scaling", "logit_scale"}}) {
+    if (c.number_or(from, 0) != 0) w.set(a + key, float(c.number_or(from, 0)));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
+extern const HfArch kHfGranite{"GraniteForCausalLM", "granite", granite_keys, kGlobals, kLlamaLayers, {}, nullptr};
 extern const HfArch kHfLlama{"LlamaForCausalLM", "llama", llama_keys, kGlobals, kLlamaLayers, kMixtralExperts,
                              llama_generated};
 extern const HfArch kHfMistral{"MistralForCausalLM", "llama", llama_keys, kGlobals, kLlamaLayers, kMixtralExperts,

@@ -6,6 +6,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -44,12 +45,21 @@ void permute_rope(std::vector<float>& v, int64_t rows, int64_t cols, int64_t hea
   v.swap(out);
 }
 
+/// `s` with trailing 1s dropped (GGUF's ne and PyTorch's shape agree up to them).
+std::vector<int64_t> trimmed(std::vector<int64_t> s) {
+  while (s.size() > 1 && s.back() == 1) s.pop_back();
+  return s;
+}
+
 /// The plan's values as floats: its sources, checked against the plan's shape, stacked.
-Result<std::vector<float>> gather(const TensorPlan& p, Checkpoint& ck) {
+/// `n_dims`: the dimensions of the checkpoint's tensor (one more when stacked), which
+/// decide, as in the reference, what stays F32 and the n_dims written.
+Result<std::vector<float>> gather(const TensorPlan& p, Checkpoint& ck, int* n_dims) {
+  *n_dims = int(p.shape.size());
   if (!p.generated.empty()) return p.generated;
-  // Each source is one slice of the outermost GGUF dimension when there are several.
+  // Each source is one slice of the outermost GGUF dimension when the plan stacks them.
   std::vector<int64_t> slice = p.shape;
-  if (p.sources.size() > 1) slice.pop_back();
+  if (p.name.ends_with("_exps.weight")) slice.pop_back();
   std::vector<float> values;
   for (const std::string& name : p.sources) {
     const safetensors::TensorInfo* t = ck.take(name);
@@ -57,7 +67,8 @@ Result<std::vector<float>> gather(const TensorPlan& p, Checkpoint& ck) {
       return Status::error("convert: tensor '" + name + "' (for " + p.name + ") is missing from the checkpoint");
     }
     const std::vector<int64_t> ne(t->shape.rbegin(), t->shape.rend());  // innermost first
-    if (ne != slice) {
+    *n_dims = int(t->shape.size()) + (p.name.ends_with("_exps.weight") ? 1 : 0);
+    if (trimmed(ne) != trimmed(slice)) {
       return Status::error("convert: tensor '" + name + "' (" + ck.file_of(name) + ") has shape " +
                            shape_text(t->shape) + ", but config.json makes " + p.name + " " +
                            shape_text(std::vector<int64_t>(slice.rbegin(), slice.rend())));
@@ -72,6 +83,8 @@ Result<std::vector<float>> gather(const TensorPlan& p, Checkpoint& ck) {
   if (p.transform == convert::Transform::PermuteRope) {
     const int64_t cols = p.shape[0], rows = int64_t(values.size()) / cols;
     permute_rope(values, rows, cols, p.heads);
+  } else if (p.transform == convert::Transform::AddOne) {
+    for (float& x : values) x += 1.0f;
   }
   return values;
 }
@@ -95,15 +108,16 @@ Status write_weights(const ConvertParams& p, const convert::HfConfig& c, const c
   for (size_t i = 0; i < plan->size(); ++i) {
     const TensorPlan& tp = (*plan)[i];
     if (p.progress) p.progress({i, plan->size(), tp.name});
-    Result<std::vector<float>> v = gather(tp, **ck);
+    int n_dims = 0;
+    Result<std::vector<float>> v = gather(tp, **ck, &n_dims);
     if (!v) return v.status();
     // As the reference's prepare_tensors: 1-D tensors and every *_norm.weight stay F32.
-    const DType t = tp.keep_f32 || tp.shape.size() == 1 || tp.name.ends_with("_norm.weight") ? DType::F32 : type;
+    const DType t = tp.keep_f32 || n_dims <= 1 || tp.name.ends_with("_norm.weight") ? DType::F32 : type;
     std::array<int64_t, 4> ne = {1, 1, 1, 1};
     for (size_t d = 0; d < tp.shape.size(); ++d) ne[d] = tp.shape[d];
     std::vector<uint8_t>& bytes = storage.emplace_back(dtype_row_size(t, ne[0]) * size_t(v->size() / size_t(ne[0])));
     quant::from_float_fn(t)(v->data(), bytes.data(), int64_t(v->size()));
-    w.add_tensor_ref(tp.name, t, ne, int(tp.shape.size()), bytes.data(), bytes.size());
+    w.add_tensor_ref(tp.name, t, ne, std::max(1, n_dims), bytes.data(), bytes.size());
   }
   if (const std::vector<std::string> left = (*ck)->left_over(); !left.empty()) {
     return Status::error("convert: tensor '" + left.front() + "' (" + (*ck)->file_of(left.front()) + ") has no place in a " +

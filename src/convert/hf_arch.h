@@ -30,6 +30,8 @@ class HfConfig {
   bool boolean_or(const std::string& key, bool fallback) const;
   /// architectures[0].
   std::string hf_arch() const;
+  /// Forgets `key` (an architecture whose reference ignores it).
+  void erase(const std::string& key) { j_.erase(key); }
 
  private:
   nlohmann::json j_;
@@ -63,7 +65,7 @@ struct TensorPlan {
 /// an expert map "{e}" for the expert's (the experts are stacked into one GGUF tensor).
 struct NameMap {
   const char* hf;
-  const char* gguf;
+  const char* gguf;  // null: read and dropped, as the reference drops it (Gemma's lm_head)
   /// PermuteRope: by the query heads for "attn_q", the key/value heads otherwise.
   Transform transform = Transform::None;
 };
@@ -81,10 +83,14 @@ struct HfArch {
   Result<std::vector<TensorPlan>> (*generated)(const HfConfig& c) = nullptr;
 };
 
+/// The keys of the reference converter's Model.set_gguf_parameters, which most
+/// architectures start from: each written only where config.json has its source.
+Status base_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w);
+
 /// Every GGUF tensor of `arch` for checkpoint `ck`, in the order written: the maps' entries
 /// the checkpoint has, with the shapes tessera's loader expects from the keys in `keys`
 /// (so that a checkpoint disagreeing with config.json is caught tensor by tensor).
-Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig& c, const Checkpoint& ck,
+Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig& c, Checkpoint& ck,
                                              const gguf::Writer& keys);
 
 /// The architecture of config.json's architectures[0] (or `override_arch`, a tessera name);

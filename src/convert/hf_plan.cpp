@@ -40,7 +40,7 @@ Result<HParams> loader_hparams(const HfArch& arch, const HfConfig& c, const gguf
 
 }  // namespace
 
-Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig& c, const Checkpoint& ck,
+Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig& c, Checkpoint& ck,
                                              const gguf::Writer& keys) {
   const Arch* a = find_arch(arch.arch);
   if (a == nullptr) return Status::error(std::string("convert: tessera has no architecture '") + arch.arch + "'");
@@ -68,7 +68,7 @@ Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig&
     p.sources = std::move(sources);
     p.shape = it->second;
     // A stacked tensor's expert count is its outermost dimension even when it is 1.
-    if (p.sources.size() > 1 || (gguf_name.ends_with("_exps.weight"))) {
+    if (gguf_name.ends_with("_exps.weight")) {
       p.shape.resize(3, 1);
       p.shape[2] = int64_t(p.sources.size());
     }
@@ -79,7 +79,8 @@ Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig&
     out.push_back(std::move(p));
   };
   for (const NameMap& m : arch.globals) {
-    if (ck.has(m.hf)) add(m.gguf, {m.hf}, m.transform);
+    if (ck.has(m.hf) && m.gguf == nullptr) ck.take(m.hf);
+    if (ck.has(m.hf) && m.gguf != nullptr) add(m.gguf, {m.hf}, m.transform);
   }
   if (arch.generated != nullptr) {
     Result<std::vector<TensorPlan>> g = arch.generated(c);

@@ -27,23 +27,40 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+/// How the HF side of a case differs from LLaMA's.
+enum class Style { Llama, Mixtral, Moe, Gemma, Gemma2, Olmo2, Starcoder2, Phi3 };
+
 struct HfCase {
   const char* model;    // under ../shared
   const char* hf_arch;  // config.json architectures[0]
+  Style style;
   bool permute;         // LLaMA's q/k rows
-  /// Made by the reference converter: no <arch>.* key beyond its own may be written.
+  /// Made by the reference converter's rules for every key: no <arch>.* key beyond the
+  /// file's may be written. (mini-llama and granite were written without the vocab_size
+  /// and rope.dimension_count that the reference's LlamaModel adds; their logits must still
+  /// match.)
   bool exact_keys;
-  /// Compare the logits: not for llama3, whose rope_freqs are the test file's own (no config
-  /// gives them), nor for qwen2, which cannot load without the vocabulary (until tokenizer
-  /// conversion).
+  /// Compare the logits: only where the converted file loads without a vocabulary (its keys
+  /// give the vocabulary size) and no tensor comes from config.json alone (llama3's
+  /// rope_freqs are the test file's own).
   bool logits;
 };
 
 constexpr HfCase kCases[] = {
-    {"archs/models/llama3.gguf", "LlamaForCausalLM", true, true, false},
-    {"archs/models/qwen2.gguf", "Qwen2ForCausalLM", false, true, false},
-    {"archs2/models/mixtral.gguf", "MixtralForCausalLM", true, true, true},
-    {"models/mini-llama-f16.gguf", "MistralForCausalLM", true, false, true},
+    {"archs/models/llama3.gguf", "LlamaForCausalLM", Style::Llama, true, true, false},
+    {"archs/models/qwen2.gguf", "Qwen2ForCausalLM", Style::Llama, false, true, false},
+    {"archs2/models/mixtral.gguf", "MixtralForCausalLM", Style::Mixtral, true, true, true},
+    {"models/mini-llama-f16.gguf", "MistralForCausalLM", Style::Llama, true, false, true},
+    {"archs2/models/granite.gguf", "GraniteForCausalLM", Style::Llama, true, false, true},
+    {"archs/models/gemma.gguf", "GemmaForCausalLM", Style::Gemma, false, true, false},
+    {"archs2/models/gemma2.gguf", "Gemma2ForCausalLM", Style::Gemma2, false, true, false},
+    {"archs2/models/qwen2moe.gguf", "Qwen2MoeForCausalLM", Style::Moe, false, true, false},
+    {"archs2/models/olmoe.gguf", "OlmoeForCausalLM", Style::Moe, false, true, false},
+    {"archs2/models/olmo2.gguf", "Olmo2ForCausalLM", Style::Olmo2, false, true, false},
+    {"archs2/models/starcoder2.gguf", "Starcoder2ForCausalLM", Style::Starcoder2, false, true, false},
+    {"archs2/models/command-r.gguf", "CohereForCausalLM", Style::Llama, false, true, false},
+    {"archs/models/phi3.gguf", "Phi3ForCausalLM", Style::Phi3, false, true, false},
+    {"archs2/models/phi3lr.gguf", "Phi3ForCausalLM", Style::Phi3, false, true, false},
 };
 
 /// rope_freqs for Llama 3.1's published rope_scaling at head_dim 32, base 1e4 (the
@@ -52,47 +69,103 @@ const std::vector<float> kLlama3RopeFreqs = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1.
                                              8, 8, 8};
 
 /// The HF name of a GGUF tensor (empty: not in a checkpoint, e.g. rope_freqs).
-std::string hf_name(const std::string& g) {
+std::string hf_name(const std::string& g, Style style) {
   static const std::map<std::string, std::string> globals = {{"token_embd.weight", "model.embed_tokens.weight"},
                                                              {"output_norm.weight", "model.norm.weight"},
+                                                             {"output_norm.bias", "model.norm.bias"},
                                                              {"output.weight", "lm_head.weight"}};
   if (globals.count(g)) return globals.at(g);
   if (!g.starts_with("blk.")) return "";
   const size_t dot = g.find('.', 4);
   const std::string il = g.substr(4, dot - 4), rest = g.substr(dot + 1);
-  static const std::map<std::string, std::string> layer = {
+  std::map<std::string, std::string> layer = {
       {"attn_norm.weight", "input_layernorm.weight"},     {"attn_q.weight", "self_attn.q_proj.weight"},
       {"attn_k.weight", "self_attn.k_proj.weight"},       {"attn_v.weight", "self_attn.v_proj.weight"},
       {"attn_q.bias", "self_attn.q_proj.bias"},           {"attn_k.bias", "self_attn.k_proj.bias"},
       {"attn_v.bias", "self_attn.v_proj.bias"},           {"attn_output.weight", "self_attn.o_proj.weight"},
+      {"attn_q_norm.weight", "self_attn.q_norm.weight"},  {"attn_k_norm.weight", "self_attn.k_norm.weight"},
       {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
       {"ffn_up.weight", "mlp.up_proj.weight"},            {"ffn_down.weight", "mlp.down_proj.weight"},
-      {"ffn_gate_inp.weight", "block_sparse_moe.gate.weight"}};
+      {"ffn_gate_inp.weight", "mlp.gate.weight"},         {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight"},
+      {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
+      {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"},
+      {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"}};
+  if (style == Style::Mixtral) layer["ffn_gate_inp.weight"] = "block_sparse_moe.gate.weight";
+  if (style == Style::Gemma2 || style == Style::Olmo2) {
+    layer["post_attention_norm.weight"] = "post_attention_layernorm.weight";
+    layer["post_ffw_norm.weight"] = "post_feedforward_layernorm.weight";
+  }
+  if (style == Style::Gemma2) layer["ffn_norm.weight"] = "pre_feedforward_layernorm.weight";
+  if (style == Style::Starcoder2) {
+    layer["ffn_up.weight"] = "mlp.c_fc.weight";
+    layer["ffn_down.weight"] = "mlp.c_proj.weight";
+    layer["ffn_up.bias"] = "mlp.c_fc.bias";
+    layer["ffn_down.bias"] = "mlp.c_proj.bias";
+    layer["attn_norm.bias"] = "input_layernorm.bias";
+    layer["ffn_norm.bias"] = "post_attention_layernorm.bias";
+    layer["attn_output.bias"] = "self_attn.o_proj.bias";
+  }
+  if (style == Style::Phi3) {
+    layer["attn_qkv.weight"] = "self_attn.qkv_proj.weight";
+    layer["ffn_up.weight"] = "mlp.gate_up_proj.weight";
+  }
   return "model.layers." + il + "." + layer.at(rest);
+}
+
+/// The expert tensor of expert `e` for a stacked GGUF name.
+std::string hf_expert(const std::string& g, int64_t e, Style style) {
+  const std::string il = g.substr(4, g.find('.', 4) - 4);
+  const std::string kind = g.find("gate") != std::string::npos ? "gate" : g.find("down") != std::string::npos ? "down" : "up";
+  if (style == Style::Mixtral) {
+    const char* w = kind == "gate" ? "w1" : kind == "down" ? "w2" : "w3";
+    return "model.layers." + il + ".block_sparse_moe.experts." + std::to_string(e) + "." + w + ".weight";
+  }
+  return "model.layers." + il + ".mlp.experts." + std::to_string(e) + "." + kind + "_proj.weight";
 }
 
 int64_t key_int(const gguf::File& f, const std::string& key) { return f.find(key)->as_int().value(); }
 
 json config_of(const gguf::File& f, const HfCase& c) {
   const std::string a = *f.find("general.architecture")->as_string() + ".";
-  json j = {{"architectures", {c.hf_arch}},
-            {"hidden_size", key_int(f, a + "embedding_length")},
-            {"num_hidden_layers", key_int(f, a + "block_count")},
-            {"num_attention_heads", key_int(f, a + "attention.head_count")},
-            {"num_key_value_heads", key_int(f, a + "attention.head_count_kv")},
-            {"intermediate_size", key_int(f, a + "feed_forward_length")},
-            {"vocab_size", f.find_tensor("token_embd.weight")->ne[1]},
-            {"max_position_embeddings", key_int(f, a + "context_length")},
-            {"rms_norm_eps", f.find(a + "attention.layer_norm_rms_epsilon")->as_float().value()},
-            {"rope_theta", f.find(a + "rope.freq_base")->as_float().value()},
+  json j = {{"architectures", {c.hf_arch}}, {"vocab_size", f.find_tensor("token_embd.weight")->ne[1]},
             {"tie_word_embeddings", f.find_tensor("output.weight") == nullptr}};
-  if (f.find(a + "expert_count")) {
-    j["num_local_experts"] = key_int(f, a + "expert_count");
-    j["num_experts_per_tok"] = key_int(f, a + "expert_used_count");
+  // The HF name of each GGUF key.
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"embedding_length", "hidden_size"}, {"block_count", "num_hidden_layers"},
+      {"attention.head_count", "num_attention_heads"}, {"attention.head_count_kv", "num_key_value_heads"},
+      {"feed_forward_length", "intermediate_size"}, {"context_length", "max_position_embeddings"},
+      {"attention.layer_norm_rms_epsilon", "rms_norm_eps"}, {"attention.layer_norm_epsilon", "norm_epsilon"},
+      {"rope.freq_base", "rope_theta"}, {"expert_used_count", "num_experts_per_tok"},
+      {"expert_feed_forward_length", "moe_intermediate_size"},
+      {"expert_shared_feed_forward_length", "shared_expert_intermediate_size"},
+      {"attention.key_length", "head_dim"}, {"attn_logit_softcapping", "attn_logit_softcapping"},
+      {"final_logit_softcapping", "final_logit_softcapping"}, {"attention.sliding_window", "sliding_window"},
+      {"embedding_scale", "embedding_multiplier"}, {"residual_scale", "residual_multiplier"},
+      {"attention.scale", "attention_multiplier"},
+      {"rope.scaling.original_context_length", "original_max_position_embeddings"},
+      {"expert_count", c.style == Style::Mixtral ? "num_local_experts" : "num_experts"},
+      {"logit_scale", std::string(c.hf_arch) == "GraniteForCausalLM" ? "logits_scaling" : "logit_scale"}};
+  for (const auto& [g, h] : keys) {
+    const gguf::Value* v = f.find(a + g);
+    if (v == nullptr) continue;
+    if (v->as_int()) {
+      j[h] = *v->as_int();
+    } else {
+      j[h] = *v->as_float();
+    }
   }
   if (f.find_tensor("rope_freqs.weight")) {  // LLaMA 3.1's published settings
     j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  }
+  if (const gguf::TensorInfo* lf = f.find_tensor("rope_factors_long.weight")) {
+    const gguf::TensorInfo* sf = f.find_tensor("rope_factors_short.weight");
+    const auto floats = [](const gguf::TensorInfo* t) {
+      std::vector<float> v(size_t(t->ne[0]));
+      std::memcpy(v.data(), t->data, v.size() * 4);
+      return v;
+    };
+    j["rope_scaling"] = {{"type", "longrope"}, {"long_factor", floats(lf)}, {"short_factor", floats(sf)}};
   }
   return j;
 }
@@ -124,21 +197,26 @@ std::vector<HfTensor> hf_tensors(const gguf::File& f, const HfCase& c) {
   std::vector<HfTensor> out;
   for (const gguf::TensorInfo& t : f.tensors()) {
     const safetensors::Dtype dt = t.type == DType::F16 ? safetensors::Dtype::F16 : safetensors::Dtype::F32;
-    if (t.name.ends_with("_exps.weight")) {  // one tensor per expert: w1 gate, w2 down, w3 up
-      const std::string il = t.name.substr(4, t.name.find('.', 4) - 4);
-      const char* w = t.name.find("gate") != std::string::npos ? "w1" : t.name.find("down") != std::string::npos ? "w2" : "w3";
+    if (t.name.ends_with("_exps.weight")) {  // one tensor per expert
       const size_t per = t.nbytes / size_t(t.ne[2]);
       for (int64_t e = 0; e < t.ne[2]; ++e) {
-        out.push_back({"model.layers." + il + ".block_sparse_moe.experts." + std::to_string(e) + "." + w + ".weight", dt,
-                       {t.ne[1], t.ne[0]}, std::vector<uint8_t>(t.data + size_t(e) * per, t.data + size_t(e + 1) * per)});
+        out.push_back({hf_expert(t.name, e, c.style), dt, {t.ne[1], t.ne[0]},
+                       std::vector<uint8_t>(t.data + size_t(e) * per, t.data + size_t(e + 1) * per)});
       }
       continue;
     }
-    const std::string name = hf_name(t.name);
+    const std::string name = hf_name(t.name, c.style);
     if (name.empty()) continue;
     std::vector<int64_t> shape;
     for (int d = t.n_dims - 1; d >= 0; --d) shape.push_back(t.ne[size_t(d)]);
     std::vector<uint8_t> bytes(t.data, t.data + t.nbytes);
+    // Gemma's norms: HF holds w where GGUF holds 1 + w (exact: w is near 1).
+    if ((c.style == Style::Gemma || c.style == Style::Gemma2) && t.name.ends_with("norm.weight")) {
+      std::vector<float> v(t.nbytes / 4);
+      std::memcpy(v.data(), t.data, t.nbytes);
+      for (float& x : v) x -= 1.0f;
+      std::memcpy(bytes.data(), v.data(), t.nbytes);
+    }
     if (c.permute && t.name.ends_with("attn_q.weight")) bytes = unpermute(t, key_int(f, a + "attention.head_count"));
     if (c.permute && t.name.ends_with("attn_k.weight")) bytes = unpermute(t, key_int(f, a + "attention.head_count_kv"));
     out.push_back({name, dt, shape, std::move(bytes)});
@@ -238,7 +316,13 @@ TEST_P(ConvertHf, GivesBackTheReferencesTensorsAndKeys) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, ConvertHf, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<HfCase>& i) { return std::string(i.param.hf_arch); });
+                         [](const ::testing::TestParamInfo<HfCase>& i) {
+                           std::string n = fs::path(i.param.model).stem().string();
+                           for (char& ch : n) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return n;
+                         });
 
 TEST(ConvertHfQuantized, Q8_0EqualsQuantizingTheF16Conversion) {
   TESSERA_REQUIRE_SHARED(model, kCases[0].model);
