@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 /// How the HF side of a case differs from LLaMA's.
-enum class Style { Llama, Mixtral, Moe, Gemma, Gemma2, Olmo2, Starcoder2, Phi3 };
+enum class Style { Llama, Mixtral, Moe, Gemma, Gemma2, Olmo2, Starcoder2, Phi3, Deepseek2 };
 
 struct HfCase {
   const char* model;    // under ../shared
@@ -61,6 +61,7 @@ constexpr HfCase kCases[] = {
     {"archs2/models/command-r.gguf", "CohereForCausalLM", Style::Llama, false, true, false},
     {"archs/models/phi3.gguf", "Phi3ForCausalLM", Style::Phi3, false, true, false},
     {"archs2/models/phi3lr.gguf", "Phi3ForCausalLM", Style::Phi3, false, true, false},
+    {"archs2/models/deepseek2.gguf", "DeepseekV2ForCausalLM", Style::Deepseek2, false, true, true},
 };
 
 /// rope_freqs for Llama 3.1's published rope_scaling at head_dim 32, base 1e4 (the
@@ -105,6 +106,14 @@ std::string hf_name(const std::string& g, Style style) {
     layer["ffn_norm.bias"] = "post_attention_layernorm.bias";
     layer["attn_output.bias"] = "self_attn.o_proj.bias";
   }
+  if (style == Style::Deepseek2) {
+    layer["attn_kv_a_mqa.weight"] = "self_attn.kv_a_proj_with_mqa.weight";
+    layer["attn_kv_a_norm.weight"] = "self_attn.kv_a_layernorm.weight";
+    layer["attn_kv_b.weight"] = "self_attn.kv_b_proj.weight";
+    layer["ffn_gate_shexp.weight"] = "mlp.shared_experts.gate_proj.weight";
+    layer["ffn_up_shexp.weight"] = "mlp.shared_experts.up_proj.weight";
+    layer["ffn_down_shexp.weight"] = "mlp.shared_experts.down_proj.weight";
+  }
   if (style == Style::Phi3) {
     layer["attn_qkv.weight"] = "self_attn.qkv_proj.weight";
     layer["ffn_up.weight"] = "mlp.gate_up_proj.weight";
@@ -147,12 +156,30 @@ json config_of(const gguf::File& f, const HfCase& c) {
       {"logit_scale", std::string(c.hf_arch) == "GraniteForCausalLM" ? "logits_scaling" : "logit_scale"}};
   for (const auto& [g, h] : keys) {
     const gguf::Value* v = f.find(a + g);
-    if (v == nullptr) continue;
+    if (v == nullptr || (c.style == Style::Deepseek2 && h == "head_dim")) continue;
     if (v->as_int()) {
       j[h] = *v->as_int();
     } else {
       j[h] = *v->as_float();
     }
+  }
+  if (c.style == Style::Deepseek2) {  // DeepSeek-V2's own names
+    const int64_t rope = key_int(f, a + "rope.dimension_count");
+    j["first_k_dense_replace"] = key_int(f, a + "leading_dense_block_count");
+    j["kv_lora_rank"] = key_int(f, a + "attention.kv_lora_rank");
+    j["qk_rope_head_dim"] = rope;
+    j["qk_nope_head_dim"] = key_int(f, a + "attention.key_length") - rope;
+    j["v_head_dim"] = key_int(f, a + "attention.value_length");
+    j["moe_intermediate_size"] = key_int(f, a + "expert_feed_forward_length");
+    j["n_routed_experts"] = key_int(f, a + "expert_count");
+    j["n_shared_experts"] = key_int(f, a + "expert_shared_count");
+    j["routed_scaling_factor"] = *f.find(a + "expert_weights_scale")->as_float();
+    j["norm_topk_prob"] = *f.find(a + "expert_weights_norm")->as_bool();
+    j["scoring_func"] = key_int(f, a + "expert_gating_func") == 2 ? "sigmoid" : "softmax";
+    j.erase("num_experts");
+    j["rope_scaling"] = {{"type", "yarn"}, {"factor", *f.find(a + "rope.scaling.factor")->as_float()},
+                         {"original_max_position_embeddings", key_int(f, a + "rope.scaling.original_context_length")},
+                         {"mscale_all_dim", *f.find(a + "rope.scaling.yarn_log_multiplier")->as_float() / 0.1}};
   }
   if (f.find_tensor("rope_freqs.weight")) {  // LLaMA 3.1's published settings
     j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
