@@ -3,13 +3,13 @@
 namespace tessera::convert {
 
 extern const HfArch kHfLlama, kHfMistral, kHfMixtral, kHfQwen2, kHfGranite, kHfGemma, kHfGemma2, kHfQwen2Moe,
-    kHfOlmoe, kHfOlmo2, kHfStarcoder2, kHfCommandR, kHfPhi3, kHfDeepseek2;
+    kHfOlmoe, kHfOlmo2, kHfStarcoder2, kHfCommandR, kHfPhi3, kHfDeepseek2, kHfBert, kHfBertMlm;
 
 const std::vector<const HfArch*>& hf_archs() {
   static const std::vector<const HfArch*> all = {&kHfLlama,  &kHfMistral, &kHfMixtral,    &kHfQwen2,    &kHfGranite,
                                                  &kHfGemma,  &kHfGemma2,  &kHfQwen2Moe,   &kHfOlmoe,    &kHfOlmo2,
                                                  &kHfStarcoder2, &kHfCommandR, &kHfPhi3,
-                                                 &kHfDeepseek2};
+                                                 &kHfDeepseek2, &kHfBert, &kHfBertMlm};
   return all;
 }
 

@@ -30,6 +30,8 @@ class HfConfig {
   bool boolean_or(const std::string& key, bool fallback) const;
   /// architectures[0].
   std::string hf_arch() const;
+  /// The checkpoint folder.
+  std::filesystem::path dir() const { return std::filesystem::path(path_).parent_path(); }
   /// Forgets `key` (an architecture whose reference ignores it).
   void erase(const std::string& key) { j_.erase(key); }
 
@@ -81,6 +83,10 @@ struct HfArch {
   /// Tensors computed from config.json (LLaMA 3's rope_freqs, LongRoPE's factors); null:
   /// none.
   Result<std::vector<TensorPlan>> (*generated)(const HfConfig& c) = nullptr;
+  /// A prefix some checkpoints put before every name ("bert." of BertForMaskedLM), dropped.
+  const char* strip_prefix = nullptr;
+  /// Checkpoint tensors the reference leaves out; a trailing '*' matches a prefix.
+  std::span<const char* const> dropped = {};
 };
 
 /// The keys of the reference converter's Model.set_gguf_parameters, which most

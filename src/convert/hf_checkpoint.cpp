@@ -96,6 +96,18 @@ std::vector<std::string> Checkpoint::left_over() const {
   return out;
 }
 
+void Checkpoint::strip_prefix(const std::string& prefix) {
+  std::map<std::string, const safetensors::TensorInfo*> where;
+  std::map<std::string, size_t> files;
+  for (const auto& [name, t] : where_) {
+    const std::string n = name.starts_with(prefix) ? name.substr(prefix.size()) : name;
+    where[n] = t;
+    files[n] = file_index_.at(name);
+  }
+  where_.swap(where);
+  file_index_.swap(files);
+}
+
 std::string Checkpoint::file_of(const std::string& name) const {
   const auto it = file_index_.find(name);
   return it == file_index_.end() ? std::string() : fs::path(files_[it->second]->path()).filename().string();

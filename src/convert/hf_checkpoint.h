@@ -30,6 +30,8 @@ class Checkpoint {
   std::vector<std::string> names() const;
   /// The names nobody took, sorted.
   std::vector<std::string> left_over() const;
+  /// Names starting with `prefix` are known without it from now on.
+  void strip_prefix(const std::string& prefix);
   /// The file holding `name` (for messages).
   std::string file_of(const std::string& name) const;
 

@@ -53,6 +53,15 @@ Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig&
     while (n > 1 && ne[size_t(n - 1)] == 1) --n;
     shapes[name] = std::vector<int64_t>(ne.begin(), ne.begin() + n);
   });
+  if (arch.strip_prefix != nullptr) ck.strip_prefix(arch.strip_prefix);
+  for (const char* d : arch.dropped) {
+    const std::string pattern(d);
+    const bool prefix = pattern.ends_with('*');
+    const std::string stem = prefix ? pattern.substr(0, pattern.size() - 1) : pattern;
+    for (const std::string& name : ck.names()) {
+      if (prefix ? name.starts_with(stem) : name == stem) ck.take(name);
+    }
+  }
   std::vector<TensorPlan> out;
   Status status;
   const auto add = [&](const std::string& gguf_name, std::vector<std::string> sources, Transform t) {

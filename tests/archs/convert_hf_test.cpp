@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 /// How the HF side of a case differs from LLaMA's.
-enum class Style { Llama, Mixtral, Moe, Gemma, Gemma2, Olmo2, Starcoder2, Phi3, Deepseek2 };
+enum class Style { Llama, Mixtral, Moe, Gemma, Gemma2, Olmo2, Starcoder2, Phi3, Deepseek2, Bert };
 
 struct HfCase {
   const char* model;    // under ../shared
@@ -62,6 +62,7 @@ constexpr HfCase kCases[] = {
     {"archs/models/phi3.gguf", "Phi3ForCausalLM", Style::Phi3, false, true, false},
     {"archs2/models/phi3lr.gguf", "Phi3ForCausalLM", Style::Phi3, false, true, false},
     {"archs2/models/deepseek2.gguf", "DeepseekV2ForCausalLM", Style::Deepseek2, false, true, true},
+    {"archs2/models/bert.gguf", "BertForMaskedLM", Style::Bert, false, true, false},
 };
 
 /// rope_freqs for Llama 3.1's published rope_scaling at head_dim 32, base 1e4 (the
@@ -69,8 +70,28 @@ constexpr HfCase kCases[] = {
 const std::vector<float> kLlama3RopeFreqs = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1.9624499628340775f, 4.681482597220152f,
                                              8, 8, 8};
 
+/// BERT's names (BertForMaskedLM's: with the "bert." prefix).
+std::string bert_name(const std::string& g) {
+  static const std::map<std::string, std::string> globals = {
+      {"token_embd.weight", "embeddings.word_embeddings.weight"},
+      {"token_types.weight", "embeddings.token_type_embeddings.weight"},
+      {"position_embd.weight", "embeddings.position_embeddings.weight"},
+      {"token_embd_norm.weight", "embeddings.LayerNorm.weight"},
+      {"token_embd_norm.bias", "embeddings.LayerNorm.bias"}};
+  if (globals.count(g)) return "bert." + globals.at(g);
+  const size_t dot = g.find('.', 4);
+  const std::string il = g.substr(4, dot - 4), rest = g.substr(dot + 1);
+  static const std::map<std::string, std::string> layer = {
+      {"attn_q", "attention.self.query"}, {"attn_k", "attention.self.key"}, {"attn_v", "attention.self.value"},
+      {"attn_output", "attention.output.dense"}, {"attn_output_norm", "attention.output.LayerNorm"},
+      {"ffn_up", "intermediate.dense"}, {"ffn_down", "output.dense"}, {"layer_output_norm", "output.LayerNorm"}};
+  const size_t kind = rest.rfind('.');
+  return "bert.encoder.layer." + il + "." + layer.at(rest.substr(0, kind)) + rest.substr(kind);
+}
+
 /// The HF name of a GGUF tensor (empty: not in a checkpoint, e.g. rope_freqs).
 std::string hf_name(const std::string& g, Style style) {
+  if (style == Style::Bert) return bert_name(g);
   static const std::map<std::string, std::string> globals = {{"token_embd.weight", "model.embed_tokens.weight"},
                                                              {"output_norm.weight", "model.norm.weight"},
                                                              {"output_norm.bias", "model.norm.bias"},
@@ -163,6 +184,7 @@ json config_of(const gguf::File& f, const HfCase& c) {
       j[h] = *v->as_float();
     }
   }
+  if (c.style == Style::Bert) j["type_vocab_size"] = f.find_tensor("token_types.weight")->ne[1];
   if (c.style == Style::Deepseek2) {  // DeepSeek-V2's own names
     const int64_t rope = key_int(f, a + "rope.dimension_count");
     j["first_k_dense_replace"] = key_int(f, a + "leading_dense_block_count");
@@ -257,7 +279,15 @@ void write_hf_folder(const std::string& model, const HfCase& c, const fs::path& 
   ASSERT_TRUE(f.is_ok()) << f.status().message();
   fs::create_directories(dir);
   std::ofstream(dir / "config.json") << config_of(**f, c).dump(2);
-  const std::vector<HfTensor> all = hf_tensors(**f, c);
+  std::vector<HfTensor> all = hf_tensors(**f, c);
+  if (c.style == Style::Bert) {  // sentence-transformers' pooling, and what the reference drops
+    std::ofstream(dir / "modules.json") << R"([{"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])";
+    fs::create_directories(dir / "1_Pooling");
+    std::ofstream(dir / "1_Pooling" / "config.json") << R"({"pooling_mode_mean_tokens": true, "pooling_mode_cls_token": false})";
+    const int64_t n = key_int(**f, "bert.embedding_length");
+    all.push_back({"bert.pooler.dense.weight", safetensors::Dtype::F32, {n, n}, std::vector<uint8_t>(size_t(n * n) * 4)});
+    all.push_back({"bert.embeddings.position_ids", safetensors::Dtype::I64, {1, 512}, std::vector<uint8_t>(512 * 8)});
+  }
   json weight_map = json::object();
   for (int shard = 0; shard < 2; ++shard) {
     const std::string file = "model-0000" + std::to_string(shard + 1) + "-of-00002.safetensors";
