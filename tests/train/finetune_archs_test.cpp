@@ -94,7 +94,9 @@ TEST_P(FinetuneArch, LowersTheLossAndTheAdapterChangesTheLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, FinetuneArch,
-                         ::testing::Values("archs/qwen2", "archs/gemma", "archs/falcon", "archs2/command-r"),
+                         ::testing::Values("archs/qwen2", "archs/gemma", "archs/falcon", "archs2/command-r",
+                                           "archs2/mixtral", "archs2/qwen2moe", "archs2/olmoe", "archs2/gemma2",
+                                           "archs2/phi3lr", "archs2/starcoder2", "archs2/granite", "archs2/olmo2"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            std::string name = std::string(i.param).substr(std::string(i.param).find('/') + 1);
                            for (char& ch : name) {
