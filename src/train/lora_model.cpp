@@ -17,9 +17,12 @@ struct TargetName {
   const char* stem;
 };
 
+// gate, up and down also name the shared experts' projections (Qwen2-MoE): a dense
+// feed-forward beside the routed experts, adapted as the dense one is.
 constexpr TargetName kTargets[] = {
     {"q", "attn_q"},      {"k", "attn_k"},        {"v", "attn_v"},     {"qkv", "attn_qkv"},
     {"o", "attn_output"}, {"gate", "ffn_gate"},   {"up", "ffn_up"},    {"down", "ffn_down"},
+    {"gate", "ffn_gate_shexp"}, {"up", "ffn_up_shexp"}, {"down", "ffn_down_shexp"},
 };
 
 constexpr const char* kTargetList = "q, k, v, qkv, o, gate, up, down";
@@ -62,11 +65,10 @@ std::string stem_of(std::string_view pattern) {
   return std::string(pattern.substr(kPrefix.size(), pattern.size() - kPrefix.size() - kSuffix.size()));
 }
 
-// Whether field holds experts (routed or shared): LoRA does not adapt them, the adapter
-// format and the merge knowing 2-D projections only.
+// Whether field holds routed experts (3-D, one matrix per expert): LoRA does not adapt
+// them, an adapter pair being one 2-D update.
 bool expert_field(Tensor* LayerWeights::*field) {
-  for (Tensor* LayerWeights::*f : {&LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps, &LayerWeights::ffn_down_exps,
-                                   &LayerWeights::ffn_gate_shexp, &LayerWeights::ffn_up_shexp, &LayerWeights::ffn_down_shexp}) {
+  for (Tensor* LayerWeights::*f : {&LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps, &LayerWeights::ffn_down_exps}) {
     if (f == field) return true;
   }
   return false;
@@ -100,7 +102,7 @@ Status attach_pairs(TrainModel& m, const LoraShape& s) {
     if (wanted(s.targets, name)) add_pair(m, l, w, s);
   });
   const std::string not_adapted =
-      experts.empty() ? "" : "; its experts (" + joined(experts) + ") are not adaptable: LoRA adapts attention and dense feed-forward projections";
+      experts.empty() ? "" : "; its routed experts (" + joined(experts) + ") are not adaptable: LoRA adapts attention, dense feed-forward and shared-expert projections";
   for (const std::string& t : s.targets) {
     if (t != "all" && std::find(found.begin(), found.end(), t) == found.end()) {
       return Status::error("finetune: architecture '" + std::string(m.arch->name) + "' has no '" + t +
