@@ -81,11 +81,11 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 // Attaches a pair to every projection of m's base that the architecture's weight list
-// declares as adaptable and `targets` names; each named target must occur (a model with
-// experts says that they are not adaptable).
+// declares as adaptable and `targets` names; each named target must occur (the refusal
+// of a model with routed experts names them as not adaptable).
 Status attach_pairs(TrainModel& m, const LoraShape& s) {
   std::vector<std::string> found;    // the targets the model has
-  std::vector<std::string> experts;  // the expert weights it has, not adaptable
+  std::vector<std::string> experts;  // its routed experts' weights, not adaptable
   for_each_weight(m.arch->weights, m.h, [&](const WeightSpec& spec, const std::string&, int64_t il) {
     if (spec.layer_field == nullptr) return;
     LayerWeights& l = m.w.layers[size_t(il)];
@@ -101,8 +101,10 @@ Status attach_pairs(TrainModel& m, const LoraShape& s) {
     if (std::find(found.begin(), found.end(), name) == found.end()) found.emplace_back(name);
     if (wanted(s.targets, name)) add_pair(m, l, w, s);
   });
-  const std::string not_adapted =
-      experts.empty() ? "" : "; its routed experts (" + joined(experts) + ") are not adaptable: LoRA adapts attention, dense feed-forward and shared-expert projections";
+  const std::string not_adapted = experts.empty() ? ""
+                                                  : "; its routed experts (" + joined(experts) +
+                                                        ") are not adaptable: LoRA adapts attention, dense "
+                                                        "feed-forward and shared-expert projections";
   for (const std::string& t : s.targets) {
     if (t != "all" && std::find(found.begin(), found.end(), t) == found.end()) {
       return Status::error("finetune: architecture '" + std::string(m.arch->name) + "' has no '" + t +
