@@ -47,6 +47,8 @@ enum class Op : uint8_t {
   Acc,            // src0 (or zeros when null) with src1 added into a strided window of it
   SumTo,          // src0 summed down to a smaller shape (the gradient of a broadcast)
   GetRowsBack,    // zeros [src0.ne0, n_rows] with the rows of src0 added at the ids in src1
+  TakeAlongBack,  // d a of take_along: zeros [ne0, src1's rows] with src0[i, r] added at
+                  // element src1[i, r] of row r
   RmsNormBack,    // d x of rms_norm: src0 x, src1 d y
   SoftMaxBack,    // d x of soft_max: src0 d y, src1 y (the forward result)
   SiluBack,       // d x of silu: src0 x, src1 d y

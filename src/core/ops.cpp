@@ -254,6 +254,11 @@ Tensor* get_rows_back(Graph& g, Tensor* dy, Tensor* ids, int64_t n_rows) {
   return new_node(g, Op::GetRowsBack, DType::F32, {dy->ne[0], n_rows, 1, 1}, dy, ids);
 }
 
+Tensor* take_along_back(Graph& g, Tensor* dy, Tensor* ids, int64_t ne0) {
+  TESSERA_CHECK(dy->type == DType::F32 && ids->type == DType::I32 && dy->same_shape(*ids) && ne0 > 0);
+  return new_node(g, Op::TakeAlongBack, DType::F32, {ne0, ids->ne[1], ids->ne[2], ids->ne[3]}, dy, ids);
+}
+
 Tensor* rms_norm_back(Graph& g, Tensor* x, Tensor* dy, float eps) {
   TESSERA_CHECK(x->type == DType::F32 && dy->type == DType::F32 && x->same_shape(*dy));
   Tensor* t = new_node(g, Op::RmsNormBack, DType::F32, x->ne, x, dy);
@@ -354,7 +359,7 @@ std::string_view op_name(Op op) {
       "none", "get_rows", "set_rows", "add",  "mul",  "scale",  "mul_mat",
       "rms_norm", "norm", "rope",     "soft_max", "silu", "gelu", "relu_sqr", "clamp", "softcap", "cpy",
       "cont", "concat", "attention", "sigmoid", "div", "sum_rows", "top_k", "take_along", "mul_mat_id",
-      "acc", "sum_to", "get_rows_back", "rms_norm_back",
+      "acc", "sum_to", "get_rows_back", "take_along_back", "rms_norm_back",
       "soft_max_back", "silu_back", "attention_back", "cross_entropy", "cross_entropy_back",
       "view", "reshape", "permute", "transpose"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Op::Count));

@@ -89,6 +89,9 @@ Tensor* sum_to(Graph& g, Tensor* a, const Shape& ne);
 /// Zeros [dy.ne0, n_rows] with row j of dy (F32 [ne0, n]) added into row ids[j] (I32 [n]):
 /// the gradient of get_rows.
 Tensor* get_rows_back(Graph& g, Tensor* dy, Tensor* ids, int64_t n_rows);
+/// Zeros [ne0, rows of ids] with dy[i, r] added at element ids[i, r] of row r (dy F32 and
+/// ids I32 of one shape): the gradient of take_along.
+Tensor* take_along_back(Graph& g, Tensor* dy, Tensor* ids, int64_t ne0);
 /// d x of rms_norm(x, eps) given d y (both F32, x's shape).
 Tensor* rms_norm_back(Graph& g, Tensor* x, Tensor* dy, float eps);
 /// d x of y = soft_max(x, mask, scale) given d y and y: scale * y * (dy - sum(dy * y)).

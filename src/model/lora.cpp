@@ -110,7 +110,8 @@ Status attach_one(const gguf::File& f, int adapter, float scale,
 bool adaptable(Tensor* LayerWeights::*field) {
   for (Tensor* LayerWeights::*f : {&LayerWeights::wq, &LayerWeights::wk, &LayerWeights::wv, &LayerWeights::wqkv,
                                    &LayerWeights::wo, &LayerWeights::ffn_gate, &LayerWeights::ffn_up,
-                                   &LayerWeights::ffn_down, &LayerWeights::ffn_gate_up}) {
+                                   &LayerWeights::ffn_down, &LayerWeights::ffn_gate_up, &LayerWeights::ffn_gate_shexp,
+                                   &LayerWeights::ffn_up_shexp, &LayerWeights::ffn_down_shexp}) {
     if (f == field) return true;
   }
   return false;

@@ -34,6 +34,8 @@ bool grad_flows_to(const Tensor* node, int src) {
     case Op::Mul:
     case Op::MulMat:
     case Op::Concat:
+    case Op::Div:
+    case Op::MulMatId:  // not to the ids (src2)
       return src <= 1;
     case Op::Attention:
       return src <= 2;
@@ -53,7 +55,12 @@ bool grad_flows_to(const Tensor* node, int src) {
     case Op::Reshape:
     case Op::Permute:
     case Op::Transpose:
+    case Op::Sigmoid:
+    case Op::SumRows:
+    case Op::TakeAlong:  // not to the ids
       return src == 0;
+    case Op::TopK:  // ids: piecewise constant in the input, no gradient through the choice
+      return false;
     default:  // ops without a rule: a path through them is refused in build_backward
       return node->src[size_t(src)] != nullptr;
   }
@@ -63,6 +70,7 @@ GradRule rule_of(Op op) {
   if (GradRule r = arith_rule(op)) return r;
   if (GradRule r = view_rule(op)) return r;
   if (GradRule r = composed_rule(op)) return r;
+  if (GradRule r = routing_rule(op)) return r;
   return attention_rule(op);
 }
 

@@ -44,6 +44,7 @@ GradRule arith_rule(Op op);      // add, mul, scale, mul_mat, rms_norm, rope, so
 GradRule view_rule(Op op);       // view, reshape, permute, transpose, cont, concat, get_rows
 GradRule attention_rule(Op op);  // attention, cross_entropy
 GradRule composed_rule(Op op);   // norm, gelu, relu_sqr, softcap (of forward ops)
+GradRule routing_rule(Op op);    // sigmoid, div, sum_rows, take_along, mul_mat_id
 
 /// The gradient rule of op; null when it has none.
 GradRule rule_of(Op op);

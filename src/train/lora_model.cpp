@@ -17,9 +17,12 @@ struct TargetName {
   const char* stem;
 };
 
+// gate, up and down also name the shared experts' projections (Qwen2-MoE): a dense
+// feed-forward beside the routed experts, adapted as the dense one is.
 constexpr TargetName kTargets[] = {
     {"q", "attn_q"},      {"k", "attn_k"},        {"v", "attn_v"},     {"qkv", "attn_qkv"},
     {"o", "attn_output"}, {"gate", "ffn_gate"},   {"up", "ffn_up"},    {"down", "ffn_down"},
+    {"gate", "ffn_gate_shexp"}, {"up", "ffn_up_shexp"}, {"down", "ffn_down_shexp"},
 };
 
 constexpr const char* kTargetList = "q, k, v, qkv, o, gate, up, down";
@@ -54,29 +57,62 @@ bool wanted(const std::vector<std::string>& targets, const char* name) {
   return std::find(targets.begin(), targets.end(), name) != targets.end();
 }
 
+// The stem of a layer weight spec ("blk.{}.ffn_up_exps.weight" -> "ffn_up_exps").
+std::string stem_of(std::string_view pattern) {
+  constexpr std::string_view kPrefix = "blk.{}.";
+  constexpr std::string_view kSuffix = ".weight";
+  if (!pattern.starts_with(kPrefix) || !pattern.ends_with(kSuffix)) return std::string(pattern);
+  return std::string(pattern.substr(kPrefix.size(), pattern.size() - kPrefix.size() - kSuffix.size()));
+}
+
+// Whether field holds routed experts (3-D, one matrix per expert): LoRA does not adapt
+// them, an adapter pair being one 2-D update.
+bool expert_field(Tensor* LayerWeights::*field) {
+  for (Tensor* LayerWeights::*f : {&LayerWeights::ffn_gate_exps, &LayerWeights::ffn_up_exps, &LayerWeights::ffn_down_exps}) {
+    if (f == field) return true;
+  }
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
 // Attaches a pair to every projection of m's base that the architecture's weight list
-// declares as adaptable and `targets` names; each named target must occur.
+// declares as adaptable and `targets` names; each named target must occur (the refusal
+// of a model with routed experts names them as not adaptable).
 Status attach_pairs(TrainModel& m, const LoraShape& s) {
-  std::vector<std::string> found;  // the targets the model has
+  std::vector<std::string> found;    // the targets the model has
+  std::vector<std::string> experts;  // its routed experts' weights, not adaptable
   for_each_weight(m.arch->weights, m.h, [&](const WeightSpec& spec, const std::string&, int64_t il) {
-    if (spec.layer_field == nullptr || !adaptable(spec.layer_field)) return;
-    const char* name = target_of_spec(spec.name);
+    if (spec.layer_field == nullptr) return;
     LayerWeights& l = m.w.layers[size_t(il)];
     Tensor* w = l.*spec.layer_field;
-    if (name == nullptr || w == nullptr) return;
+    if (w == nullptr) return;
+    if (expert_field(spec.layer_field)) {
+      const std::string stem = stem_of(spec.name);
+      if (std::find(experts.begin(), experts.end(), stem) == experts.end()) experts.push_back(stem);
+      return;
+    }
+    const char* name = adaptable(spec.layer_field) ? target_of_spec(spec.name) : nullptr;
+    if (name == nullptr) return;
     if (std::find(found.begin(), found.end(), name) == found.end()) found.emplace_back(name);
     if (wanted(s.targets, name)) add_pair(m, l, w, s);
   });
-  std::string has;
-  for (const std::string& f : found) has += (has.empty() ? "" : ", ") + f;
+  const std::string not_adapted = experts.empty() ? ""
+                                                  : "; its routed experts (" + joined(experts) +
+                                                        ") are not adaptable: LoRA adapts attention, dense "
+                                                        "feed-forward and shared-expert projections";
   for (const std::string& t : s.targets) {
     if (t != "all" && std::find(found.begin(), found.end(), t) == found.end()) {
       return Status::error("finetune: architecture '" + std::string(m.arch->name) + "' has no '" + t +
-                           "' projection (its projections: " + (has.empty() ? "none" : has) + ")");
+                           "' projection (its projections: " + (found.empty() ? "none" : joined(found)) + ")" + not_adapted);
     }
   }
   if (m.params.empty()) {
-    return Status::error("finetune: architecture '" + std::string(m.arch->name) + "' has no projection to adapt");
+    return Status::error("finetune: architecture '" + std::string(m.arch->name) + "' has no projection to adapt" + not_adapted);
   }
   return Status::ok();
 }

@@ -53,12 +53,15 @@ TEST(ArchCheck, PassesLlamaAndNamesTheOpAndTheArchitectureOtherwise) {
   EXPECT_EQ(s.message(), "finetune: architecture 'clamped' uses op clamp, which has no gradient rule yet");
 }
 
-// Every registered architecture's reference model (shared/archs/models) passes the walk
-// with a LoRA on all its projections: the list docs/training.md gives.
+// Every registered decoder architecture's reference model (shared/archs/models,
+// shared/archs2/models) passes the walk with a LoRA on all its projections: the list
+// docs/training.md gives.
 class ArchCheckReference : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ArchCheckReference, ALoraOnEveryProjectionIsDifferentiable) {
-  TESSERA_REQUIRE_SHARED(path, std::string("archs/models/") + GetParam() + ".gguf");
+  const std::string set_and_name = GetParam();  // "archs2/olmoe": ../shared/archs2/models/olmoe.gguf
+  const size_t slash = set_and_name.find('/');
+  TESSERA_REQUIRE_SHARED(path, set_and_name.substr(0, slash) + "/models/" + set_and_name.substr(slash + 1) + ".gguf");
   CpuBackend backend(1);
   ArchLora m;
   ASSERT_NO_FATAL_FAILURE(load_arch_lora(path, backend, m));
@@ -67,9 +70,18 @@ TEST_P(ArchCheckReference, ALoraOnEveryProjectionIsDifferentiable) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, ArchCheckReference,
-                         ::testing::Values("llama3", "falcon", "baichuan", "starcoder", "refact", "persimmon", "gpt2",
-                                           "gptneox", "mpt", "bloom", "qwen2", "phi3", "gemma"),
-                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+                         ::testing::Values("archs/llama3", "archs/falcon", "archs/baichuan", "archs/starcoder",
+                                           "archs/refact", "archs/persimmon", "archs/gpt2", "archs/gptneox", "archs/mpt",
+                                           "archs/bloom", "archs/qwen2", "archs/phi3", "archs/gemma", "archs2/mixtral",
+                                           "archs2/qwen2moe", "archs2/olmoe", "archs2/gemma2", "archs2/phi3lr",
+                                           "archs2/starcoder2", "archs2/command-r", "archs2/granite", "archs2/olmo2"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string name = std::string(i.param).substr(std::string(i.param).find('/') + 1);
+                           for (char& ch : name) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace tessera::train

@@ -260,7 +260,8 @@ INSTANTIATE_TEST_SUITE_P(Bases, ZeroUpdate, ::testing::Values(DType::F32, DType:
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 // Every architecture's graph applies adapters through project(): a zero update changes no
-// bit, and a random update of every projection the file has gives the merged model's logits.
+// bit, and a random update of every projection the file has (shared experts' included)
+// gives the merged model's logits.
 class EveryArch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryArch, AdaptersApplyAsMerged) {
@@ -281,7 +282,8 @@ TEST_P(EveryArch, AdaptersApplyAsMerged) {
   std::vector<std::string> weights;
   for (const gguf::TensorInfo& t : (*file)->tensors()) {
     for (const char* w : {".attn_q.weight", ".attn_k.weight", ".attn_v.weight", ".attn_qkv.weight",
-                          ".attn_output.weight", ".ffn_gate.weight", ".ffn_up.weight", ".ffn_down.weight"}) {
+                          ".attn_output.weight", ".ffn_gate.weight", ".ffn_up.weight", ".ffn_down.weight",
+                          ".ffn_gate_shexp.weight", ".ffn_up_shexp.weight", ".ffn_down_shexp.weight"}) {
       if (t.name.ends_with(w)) weights.push_back(t.name);
     }
   }

@@ -60,6 +60,7 @@ constexpr Table make_table() {
   set(Op::SumTo, {sum_to_supports, sum_to_compute, sum_to_work_size, nullptr});
   set(Op::GetRowsBack,
       {get_rows_back_supports, get_rows_back_compute, get_rows_back_work_size, get_rows_back_prepare});
+  set(Op::TakeAlongBack, {take_along_back_supports, take_along_back_compute, nullptr, nullptr});
   set(Op::RmsNormBack, {row_pair_supports, rms_norm_back_compute, row_pair_work_size, nullptr});
   set(Op::SoftMaxBack, {row_pair_supports, soft_max_back_compute, row_pair_work_size, nullptr});
   set(Op::SiluBack, {row_pair_supports, silu_back_compute, row_pair_work_size, nullptr});

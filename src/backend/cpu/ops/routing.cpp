@@ -116,4 +116,28 @@ void take_along_compute(Tensor* node, const KernelParams& p) {
   }
 }
 
+bool take_along_back_supports(const Tensor* node) {
+  return node->type == DType::F32 && node->is_contiguous() && node->src[0]->type == DType::F32 &&
+         node->src[1]->type == DType::I32;
+}
+
+// Each thread owns whole rows of the result: zeroed, then the row's values added at their
+// ids in order (repeated ids accumulate).
+void take_along_back_compute(Tensor* node, const KernelParams& p) {
+  const Tensor* dy = node->src[0];
+  const Tensor* ids = node->src[1];
+  int64_t r0, r1;
+  split_range(node->nrows(), p.ith, p.nth, &r0, &r1);
+  for (int64_t r = r0; r < r1; ++r) {
+    const RowIndex ri = row_index(node, r);
+    auto* y = reinterpret_cast<float*>(elem_ptr(node, 0, ri.i1, ri.i2, ri.i3));
+    for (int64_t i = 0; i < node->ne[0]; ++i) y[i] = 0.0f;
+    for (int64_t i = 0; i < ids->ne[0]; ++i) {
+      const int32_t id = *reinterpret_cast<const int32_t*>(elem_ptr(ids, i, ri.i1, ri.i2, ri.i3));
+      TESSERA_CHECK_MSG(id >= 0 && id < node->ne[0], "take_along_back: id out of range");
+      y[id] += *reinterpret_cast<const float*>(elem_ptr(dy, i, ri.i1, ri.i2, ri.i3));
+    }
+  }
+}
+
 }  // namespace tessera::cpu

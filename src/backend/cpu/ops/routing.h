@@ -1,5 +1,6 @@
 // The small ops of mixture-of-experts routing: sigmoid gating, division (weight
-// normalisation), row sums, top-k selection and gathering each row's chosen elements.
+// normalisation), row sums, top-k selection and gathering each row's chosen elements
+// (and its gradient, scattering them back).
 // Plain loops: they touch n_expert values per token, so no per-level kernels; every
 // level gives the same bits.
 #pragma once
@@ -23,5 +24,8 @@ void top_k_compute(Tensor* node, const KernelParams& p);
 
 bool take_along_supports(const Tensor* node);
 void take_along_compute(Tensor* node, const KernelParams& p);
+
+bool take_along_back_supports(const Tensor* node);
+void take_along_back_compute(Tensor* node, const KernelParams& p);
 
 }  // namespace tessera::cpu
