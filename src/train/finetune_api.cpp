@@ -21,6 +21,10 @@ Status finetune_model(const FinetuneOptions& o, const std::function<void(const T
   mp.repack = false;  // the backward pass dequantizes the base's rows in the file's layout
   Result<std::unique_ptr<Model>> base = o.base_path.empty() ? Model::load_default(mp) : Model::load(o.base_path, mp);
   if (!base) return base.status();
+  if ((*base)->info().encoder) {
+    return Status::error("finetune: " + o.base_path + " is an encoder (" + (*base)->info().arch +
+                         "): it computes embeddings, not the next-token logits finetune trains");
+  }
   const Tokenizer* tok = (*base)->tokenizer();
   if (tok == nullptr) return Status::error((o.base_path.empty() ? Model::default_model_name() : o.base_path) + ": the base has no tokenizer to read the text with");
   backends::Options cpu_options;

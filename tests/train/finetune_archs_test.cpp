@@ -166,7 +166,8 @@ TEST_P(FinetuneArch, LowersTheLossAndTheAdapterChangesTheLogits) {
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, FinetuneArch,
                          ::testing::Values("archs/qwen2", "archs/gemma", "archs/falcon", "archs2/command-r",
                                            "archs2/mixtral", "archs2/qwen2moe", "archs2/olmoe", "archs2/gemma2",
-                                           "archs2/phi3lr", "archs2/starcoder2", "archs2/granite", "archs2/olmo2"),
+                                           "archs2/phi3lr", "archs2/starcoder2", "archs2/granite", "archs2/olmo2",
+                                           "archs2/deepseek2"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            std::string name = std::string(i.param).substr(std::string(i.param).find('/') + 1);
                            for (char& ch : name) {
@@ -201,6 +202,15 @@ TEST(FinetuneArchTargets, RoutedExpertsAreNamedAsNotAdaptable) {
                              "experts (ffn_gate_exps, ffn_up_exps, ffn_down_exps) are not adaptable"),
             std::string::npos)
       << s.message();
+  fs::remove_all(dir);
+}
+
+// An encoder has no next-token logits: refused by name, before any step.
+TEST(FinetuneArchTargets, AnEncoderIsRefused) {
+  TESSERA_REQUIRE_SHARED(base, "archs2/models/bert.gguf");
+  const fs::path dir = temp_dir("encoder");
+  const Status s = finetune_model(options(base, dir), {});
+  EXPECT_NE(s.message().find("is an encoder (bert): it computes embeddings"), std::string::npos) << s.message();
   fs::remove_all(dir);
 }
 

@@ -188,7 +188,8 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, ArchLoraGrad,
                          ::testing::Values("archs/qwen2", "archs/gemma", "archs/falcon", "archs/bloom",
                                            "archs/persimmon", "archs/phi3", "archs/starcoder", "archs2/mixtral",
                                            "archs2/qwen2moe", "archs2/olmoe", "archs2/gemma2", "archs2/phi3lr",
-                                           "archs2/starcoder2", "archs2/granite", "archs2/olmo2"),
+                                           "archs2/starcoder2", "archs2/granite", "archs2/olmo2",
+                                           "archs2/deepseek2"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param).substr(std::string(i.param).find('/') + 1);
                          });
