@@ -114,6 +114,19 @@ INSTANTIATE_TEST_SUITE_P(Archs, Synth, ::testing::ValuesIn(architecture_names())
 
 // Experts on request: llama with 8 experts, 2 used, is Mixtral's layout (routers F32,
 // expert stacks, no dense FFN) and decodes; a dense-only architecture refuses experts.
+/// The model at `path` (removed once mapped) decodes a text into finite logits.
+void expect_decodes(const std::string& path) {
+  Result<std::unique_ptr<Model>> m = Model::load(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  ContextParams cp;
+  cp.n_ctx = 32;
+  Result<std::unique_ptr<Context>> ctx = Context::create(**m, cp);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().message();
+  ASSERT_TRUE((*ctx)->decode((*m)->tokenizer()->encode("Hello world", true, false)).is_ok());
+  for (float v : (*ctx)->logits()) ASSERT_TRUE(std::isfinite(v));
+}
+
 TEST(SynthCases, LlamaWithExpertsIsMixtralsLayout) {
   const std::string path = ::testing::TempDir() + "tessera_synth_" + std::to_string(getpid()) + "_moe.gguf";
   SynthParams p;
@@ -138,15 +151,7 @@ TEST(SynthCases, LlamaWithExpertsIsMixtralsLayout) {
     EXPECT_EQ(router->type, DType::F32);
     EXPECT_EQ((*f)->find_tensor("blk.0.ffn_gate.weight"), nullptr);
   }
-  Result<std::unique_ptr<Model>> m = Model::load(path);
-  std::remove(path.c_str());
-  ASSERT_TRUE(m.is_ok()) << m.status().message();
-  ContextParams cp;
-  cp.n_ctx = 32;
-  Result<std::unique_ptr<Context>> ctx = Context::create(**m, cp);
-  ASSERT_TRUE(ctx.is_ok()) << ctx.status().message();
-  ASSERT_TRUE((*ctx)->decode((*m)->tokenizer()->encode("Hello world", true, false)).is_ok());
-  for (float v : (*ctx)->logits()) ASSERT_TRUE(std::isfinite(v));
+  expect_decodes(path);
 
   p.arch = "gpt2";
   const Status dense = write_random_model(p, path);
@@ -181,15 +186,7 @@ TEST(SynthCases, Deepseek2HasLatentAttentionAndALeadingDenseLayer) {
     EXPECT_EQ((*f)->find_tensor("blk.1.ffn_gate.weight"), nullptr);
     EXPECT_NE((*f)->find_tensor("blk.2.ffn_down_shexp.weight"), nullptr);
   }
-  Result<std::unique_ptr<Model>> m = Model::load(path);
-  std::remove(path.c_str());
-  ASSERT_TRUE(m.is_ok()) << m.status().message();
-  ContextParams cp;
-  cp.n_ctx = 32;
-  Result<std::unique_ptr<Context>> ctx = Context::create(**m, cp);
-  ASSERT_TRUE(ctx.is_ok()) << ctx.status().message();
-  ASSERT_TRUE((*ctx)->decode((*m)->tokenizer()->encode("Hello world", true, false)).is_ok());
-  for (float v : (*ctx)->logits()) ASSERT_TRUE(std::isfinite(v));
+  expect_decodes(path);
 }
 
 TEST(SynthCases, WithoutAVocabularyWritesVocabSize) {
