@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/hf_tokenizer_files.h"
 #include "common/test_util.h"
 #include "tessera/context.h"
 #include "tessera/convert.h"
@@ -34,14 +35,13 @@ struct HfCase {
   /// Made by the reference converter: no <arch>.* key beyond its own may be written.
   bool exact_keys;
   /// Compare the logits: not for llama3, whose rope_freqs are the test file's own (no config
-  /// gives them), nor for qwen2, which cannot load without the vocabulary (until tokenizer
-  /// conversion).
+  /// gives them).
   bool logits;
 };
 
 constexpr HfCase kCases[] = {
     {"archs/models/llama3.gguf", "LlamaForCausalLM", true, true, false},
-    {"archs/models/qwen2.gguf", "Qwen2ForCausalLM", false, true, false},
+    {"archs/models/qwen2.gguf", "Qwen2ForCausalLM", false, true, true},
     {"archs2/models/mixtral.gguf", "MixtralForCausalLM", true, true, true},
     {"models/mini-llama-f16.gguf", "MistralForCausalLM", true, false, true},
 };
@@ -165,6 +165,7 @@ void write_hf_folder(const std::string& model, const HfCase& c, const fs::path& 
     ASSERT_TRUE(safetensors::write((dir / file).string(), part, {{"format", "pt"}}).is_ok());
   }
   std::ofstream(dir / "model.safetensors.index.json") << json{{"metadata", json::object()}, {"weight_map", weight_map}}.dump();
+  test::write_hf_tokenizer(**f, dir);
 }
 
 fs::path temp_dir(const std::string& name) {
@@ -229,6 +230,17 @@ TEST_P(ConvertHf, GivesBackTheReferencesTensorsAndKeys) {
   for (const auto& [key, value] : (*got)->metadata()) {
     if (c.exact_keys && key.starts_with(arch + ".")) {
       EXPECT_NE((*ref)->find(key), nullptr) << "extra key " << key;
+    }
+  }
+  EXPECT_TRUE(r->vocab);
+  for (const char* key : {"tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.scores",
+                          "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                          "tokenizer.ggml.add_bos_token"}) {
+    const gguf::Value* want = (*ref)->find(key);
+    const gguf::Value* have = (*got)->find(key);
+    ASSERT_EQ(want == nullptr, have == nullptr) << key;
+    if (want != nullptr) {
+      EXPECT_EQ(have->to_string(), want->to_string()) << key;
     }
   }
   if (c.logits) {
