@@ -2,8 +2,9 @@
 // reference converter reads it. Byte-level BPE (no byte_fallback) becomes model "gpt2"
 // with its merges and the pre-tokenizer its regexes name; SentencePiece-style BPE (▁ for
 // spaces, byte_fallback, <0xXX> byte pieces) becomes model "llama", each piece scored by
-// the rank of the merge that makes it (-(rank + 1); pieces no merge makes score 0), so
-// llama.cpp's highest-score-first merging applies the merges in their order. Ids the file
+// the rank of the merge that makes it (-(rank + 1); see scores_from_merges), so
+// llama.cpp's highest-score-first merging applies the merges in their order, and
+// add_space_prefix says whether the normalizer or pre-tokenizer puts "▁" first. Ids the file
 // leaves out, up to config.json's vocab_size, become "[PAD<id>]" (unused).
 #include <fstream>
 #include <map>
@@ -100,7 +101,31 @@ Status read_vocab(const std::filesystem::path& file, const json& j, bool spm, Hf
   return Status::ok();
 }
 
-/// -(rank + 1) for each piece a merge makes (its first merge), 0 for the others.
+/// Whether a SentencePiece-style tokenizer.json puts "▁" before the text: a Prepend("▁")
+/// normalizer, or a Metaspace pre-tokenizer that prepends (prepend_scheme other than "never").
+bool adds_space_prefix(const json& j) {
+  bool found = false;
+  auto visit = [&found](const json& node, const char* list, auto&& self) -> void {
+    if (!node.is_object()) return;
+    const std::string type = node.contains("type") && node["type"].is_string() ? node["type"].get<std::string>() : "";
+    if (type == "Sequence" && node.contains(list) && node[list].is_array()) {
+      for (const json& n : node[list]) self(n, list, self);
+    } else if (type == "Prepend") {
+      found = found || (node.contains("prepend") && node["prepend"] == "\u2581");
+    } else if (type == "Metaspace") {
+      const bool never = node.contains("prepend_scheme") && node["prepend_scheme"] == "never";
+      const bool off = node.contains("add_prefix_space") && node["add_prefix_space"] == false;
+      found = found || (!never && !off);
+    }
+  };
+  if (j.contains("normalizer")) visit(j["normalizer"], "normalizers", visit);
+  if (j.contains("pre_tokenizer")) visit(j["pre_tokenizer"], "pretokenizers", visit);
+  return found;
+}
+
+/// -(rank + 1) for each piece a merge makes (its first merge); below every merge for the
+/// other pieces of more than one character, which BPE never makes (SentencePiece would
+/// join their characters, so they come last); 0 for single characters (never a join).
 std::vector<float> scores_from_merges(const HfVocab& v) {
   std::unordered_map<std::string, size_t> rank;
   for (size_t r = 0; r < v.merges.size(); ++r) {
@@ -111,7 +136,13 @@ std::vector<float> scores_from_merges(const HfVocab& v) {
   std::vector<float> scores(v.tokens.size(), 0.0f);
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     if (v.types[i] != kNormal) continue;
-    if (auto it = rank.find(v.tokens[i]); it != rank.end()) scores[i] = -float(it->second + 1);
+    const std::string& t = v.tokens[i];
+    const size_t first = t.empty() ? 0 : (uint8_t(t[0]) < 0x80 ? 1 : (uint8_t(t[0]) >> 5) == 6 ? 2 : (uint8_t(t[0]) >> 4) == 14 ? 3 : 4);
+    if (auto it = rank.find(t); it != rank.end()) {
+      scores[i] = -float(it->second + 1);
+    } else if (t.size() > first) {
+      scores[i] = -float(v.merges.size() + 1);
+    }
   }
   return scores;
 }
@@ -151,6 +182,7 @@ Result<HfVocab> read_tokenizer_json(const std::filesystem::path& file, int64_t v
     v.pre = "default";
     v.scores = scores_from_merges(v);
     v.merges.clear();  // the "llama" model merges by score; the reference writes no merges for it
+    v.add_space_prefix = adds_space_prefix(j);
     if (model.contains("unk_token") && model["unk_token"].is_string()) {
       for (size_t i = 0; i < v.tokens.size(); ++i) {
         if (v.tokens[i] == model["unk_token"].get<std::string>()) v.types[i] = kUnknown;

@@ -114,7 +114,10 @@ TEST_P(HfVocabRoundTrip, TokenizesAsTheOriginal) {
     for (bool special : {false, true}) {
       ++n;
       const std::vector<TokenId> want = (*a)->encode(s, true, special), have = (*b)->encode(s, true, special);
-      if (want != have && ++differ <= 3) ADD_FAILURE() << "ids differ on " << nlohmann::json(s).dump();
+      if (want != have && ++differ <= 3) {
+        ADD_FAILURE() << "ids differ on " << nlohmann::json(s).dump() << ": " << nlohmann::json(want).dump() << " vs "
+                      << nlohmann::json(have).dump();
+      }
     }
   }
   EXPECT_EQ(differ, 0u) << "of " << n;

@@ -125,7 +125,13 @@ void write_spm_json(const gguf::File& f, const fs::path& dir) {
   std::sort(found.begin(), found.end());
   json merges = json::array();
   for (const auto& m : found) merges.push_back({std::get<3>(m), std::get<4>(m)});
-  json j = {{"version", "1.0"}, {"added_tokens", added}, {"pre_tokenizer", nullptr},
+  // As HF's converter: "▁" for spaces, and first unless the model says add_dummy_prefix false.
+  const gguf::Value* prefix = f.find("tokenizer.ggml.add_space_prefix");
+  json normalizers = json::array();
+  if (prefix == nullptr || prefix->as_bool().value_or(true)) normalizers.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
+  normalizers.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
+  json j = {{"version", "1.0"}, {"added_tokens", added}, {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
+            {"pre_tokenizer", nullptr},
             {"model", {{"type", "BPE"}, {"byte_fallback", true}, {"unk_token", "<unk>"}, {"fuse_unk", true}, {"vocab", vocab}, {"merges", merges}}}};
   std::ofstream(dir / "tokenizer.json") << j.dump();
   write_config(f, tokens, dir);

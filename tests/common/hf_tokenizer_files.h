@@ -15,7 +15,11 @@ namespace tessera::test {
 enum class HfTokenizerForm {
   Auto,       // by tokenizer.ggml.model: tokenizer.json / tokenizer.model / vocab.txt
   PairMerges, // "gpt2": tokenizer.json with merges as ["a", "b"] pairs
-  SpmJson,    // "llama": tokenizer.json (BPE with byte_fallback) instead of tokenizer.model
+  /// "llama": tokenizer.json (BPE with byte_fallback) instead of tokenizer.model. Faithful
+  /// only for vocabularies that hold every character as a piece, as real SentencePiece ones
+  /// do (HF's BPE cannot merge pieces it does not have; the synthetic test vocabularies of
+  /// archs*/models lack them).
+  SpmJson,
 };
 
 /// Writes the files into `dir` (which must exist). Fails the current test on a vocabulary
