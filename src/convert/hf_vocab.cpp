@@ -5,11 +5,11 @@
 // (an int, or a list whose first id is the EOS); add_bos_token / add_eos_token; and the
 // chat template (a string, a list of {name, template} → tokenizer.chat_template[.NAME],
 // or chat_template.jinja beside it).
+#include "convert/hf_vocab.h"
+
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
-
-#include "convert/hf_vocab.h"
 
 namespace tessera::convert {
 namespace {
@@ -23,7 +23,8 @@ Result<json> optional_json(const fs::path& dir, const char* name) {
   if (!fs::exists(file)) return json::object();
   std::ifstream in(file, std::ios::binary);
   json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::error("convert: " + file.string() + " is not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return Status::error("convert: " + file.string() + " is not a JSON object");
   return j;
 }
 
@@ -31,8 +32,9 @@ struct SpecialKind {
   const char* hf;   // tokenizer_config.json "<hf>_token", config.json "<hf>_token_id"
   const char* key;  // tokenizer.ggml.<key>
 };
-constexpr SpecialKind kSpecials[] = {{"bos", "bos_token_id"},       {"eos", "eos_token_id"},     {"unk", "unknown_token_id"},
-                                     {"sep", "seperator_token_id"}, {"pad", "padding_token_id"}, {"cls", "cls_token_id"},
+constexpr SpecialKind kSpecials[] = {{"bos", "bos_token_id"},     {"eos", "eos_token_id"},
+                                     {"unk", "unknown_token_id"}, {"sep", "seperator_token_id"},
+                                     {"pad", "padding_token_id"}, {"cls", "cls_token_id"},
                                      {"mask", "mask_token_id"}};
 
 int64_t find_token(const HfVocab& v, const std::string& text) {
@@ -48,7 +50,8 @@ std::string config_token(const json& tc, const std::string& kind) {
   if (!tc.contains(k)) return "";
   const json& e = tc[k];
   if (e.is_string()) return e.get<std::string>();
-  if (e.is_object() && e.contains("content") && e["content"].is_string()) return e["content"].get<std::string>();
+  if (e.is_object() && e.contains("content") && e["content"].is_string())
+    return e["content"].get<std::string>();
   return "";
 }
 
@@ -62,19 +65,25 @@ const char* wordpiece_default(const std::string& kind) {
   return "";
 }
 
-void add_special_ids(HfVocab& v, const json& tc, const json& config, const json& gen, gguf::Writer& w) {
+void add_special_ids(HfVocab& v, const json& tc, const json& config, const json& gen,
+                     gguf::Writer& w) {
   const int64_t n = int64_t(v.tokens.size());
   auto valid = [n](int64_t id) { return id >= 0 && id < n; };
   for (const SpecialKind& s : kSpecials) {
     const std::string kind = s.hf;
-    int64_t id = kind == "bos" ? v.bos_id : kind == "eos" ? v.eos_id : kind == "unk" ? v.unk_id : kind == "pad" ? v.pad_id : -1;
+    int64_t id = kind == "bos"   ? v.bos_id
+                 : kind == "eos" ? v.eos_id
+                 : kind == "unk" ? v.unk_id
+                 : kind == "pad" ? v.pad_id
+                                 : -1;
     std::string text = config_token(tc, kind);
     if (text.empty() && v.model == "bert") text = wordpiece_default(kind);
     if (!text.empty()) {
       if (const int64_t found = find_token(v, text); found >= 0) id = found;
     }
     const std::string id_key = kind + "_token_id";
-    if (!valid(id) && config.contains(id_key) && config[id_key].is_number_integer()) id = config[id_key].get<int64_t>();
+    if (!valid(id) && config.contains(id_key) && config[id_key].is_number_integer())
+      id = config[id_key].get<int64_t>();
     if (!valid(id) && kind == "eos" && gen.contains("eos_token_id")) {
       const json& e = gen["eos_token_id"];
       if (e.is_number_integer()) id = e.get<int64_t>();
@@ -92,7 +101,8 @@ Status add_chat_templates(const fs::path& dir, const json& tc, gguf::Writer& w) 
   } else if (tc.contains("chat_template") && tc["chat_template"].is_array()) {
     std::vector<std::string> names;
     for (const json& t : tc["chat_template"]) {
-      if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("template") || !t["template"].is_string()) {
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string() ||
+          !t.contains("template") || !t["template"].is_string()) {
         return Status::error("convert: " + (dir / "tokenizer_config.json").string() +
                              ": a chat_template entry is not {\"name\": ..., \"template\": ...}");
       }
@@ -107,22 +117,27 @@ Status add_chat_templates(const fs::path& dir, const json& tc, gguf::Writer& w) 
     if (!names.empty()) w.set("tokenizer.chat_templates", gguf::Value::array(names));
   } else if (fs::exists(dir / "chat_template.jinja")) {
     std::ifstream in(dir / "chat_template.jinja", std::ios::binary);
-    w.set("tokenizer.chat_template", std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+    w.set("tokenizer.chat_template",
+          std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
   }
   return Status::ok();
 }
 
 Result<HfVocab> read_vocab_file(const fs::path& dir, int64_t vocab_size) {
-  if (fs::exists(dir / "tokenizer.json")) return read_tokenizer_json(dir / "tokenizer.json", vocab_size);
-  if (fs::exists(dir / "tokenizer.model")) return read_sentencepiece_model(dir / "tokenizer.model", vocab_size);
+  if (fs::exists(dir / "tokenizer.json"))
+    return read_tokenizer_json(dir / "tokenizer.json", vocab_size);
+  if (fs::exists(dir / "tokenizer.model"))
+    return read_sentencepiece_model(dir / "tokenizer.model", vocab_size);
   if (fs::exists(dir / "vocab.txt")) return read_wordpiece_vocab(dir / "vocab.txt");
-  return Status::error("convert: " + dir.string() + " has no tokenizer.json, tokenizer.model or vocab.txt");
+  return Status::error("convert: " + dir.string() +
+                       " has no tokenizer.json, tokenizer.model or vocab.txt");
 }
 
 }  // namespace
 
 bool has_hf_vocab(const fs::path& dir) {
-  return fs::exists(dir / "tokenizer.json") || fs::exists(dir / "tokenizer.model") || fs::exists(dir / "vocab.txt");
+  return fs::exists(dir / "tokenizer.json") || fs::exists(dir / "tokenizer.model") ||
+         fs::exists(dir / "vocab.txt");
 }
 
 Status add_hf_vocab(const fs::path& dir, const std::string& arch, gguf::Writer& w) {
@@ -133,7 +148,9 @@ Status add_hf_vocab(const fs::path& dir, const std::string& arch, gguf::Writer& 
   Result<json> gen = optional_json(dir, "generation_config.json");
   if (!gen) return gen.status();
   const int64_t vocab_size =
-      config->contains("vocab_size") && (*config)["vocab_size"].is_number_integer() ? (*config)["vocab_size"].get<int64_t>() : 0;
+      config->contains("vocab_size") && (*config)["vocab_size"].is_number_integer()
+          ? (*config)["vocab_size"].get<int64_t>()
+          : 0;
   Result<HfVocab> v = read_vocab_file(dir, vocab_size);
   if (!v) return v.status();
   add_special_ids(*v, *tc, *config, *gen, w);  // first: it marks BERT's specials as control
@@ -145,10 +162,15 @@ Status add_hf_vocab(const fs::path& dir, const std::string& arch, gguf::Writer& 
   if (!v->merges.empty()) w.set("tokenizer.ggml.merges", gguf::Value::array(v->merges));
   if (v->add_space_prefix) w.set("tokenizer.ggml.add_space_prefix", *v->add_space_prefix);
   for (const char* flag : {"add_bos_token", "add_eos_token"}) {
-    if (tc->contains(flag) && (*tc)[flag].is_boolean()) w.set(std::string("tokenizer.ggml.") + flag, (*tc)[flag].get<bool>());
+    if (tc->contains(flag) && (*tc)[flag].is_boolean())
+      w.set(std::string("tokenizer.ggml.") + flag, (*tc)[flag].get<bool>());
   }
   if (v->model == "bert" || arch.find("bert") != std::string::npos) {
-    w.set("tokenizer.ggml.token_type_count", uint32_t(config->contains("type_vocab_size") && (*config)["type_vocab_size"].is_number_integer() ? (*config)["type_vocab_size"].get<int64_t>() : 1));
+    w.set("tokenizer.ggml.token_type_count",
+          uint32_t(config->contains("type_vocab_size") &&
+                           (*config)["type_vocab_size"].is_number_integer()
+                       ? (*config)["type_vocab_size"].get<int64_t>()
+                       : 1));
   }
   return add_chat_templates(dir, *tc, w);
 }

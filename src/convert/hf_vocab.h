@@ -18,14 +18,21 @@
 namespace tessera::convert {
 
 /// GGUF token types (tokenizer.ggml.token_type), as llama.cpp numbers them.
-enum TokenKind : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+enum TokenKind : int32_t {
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6
+};
 
 /// A vocabulary as read from one tokenizer file, before the special tokens.
 struct HfVocab {
   std::string model;  // tokenizer.ggml.model: gpt2, llama or bert
   std::string pre;    // tokenizer.ggml.pre
   std::vector<std::string> tokens;
-  std::vector<float> scores;   // empty: not written
+  std::vector<float> scores;  // empty: not written
   std::vector<int32_t> types;
   std::vector<std::string> merges;  // "left right"; empty: not written
   std::optional<bool> add_space_prefix;
@@ -43,7 +50,8 @@ Result<HfVocab> read_wordpiece_vocab(const std::filesystem::path& file);
 /// The tokenizer.ggml.pre name whose regexes a tokenizer.json pre_tokenizer applies, from
 /// the regexes themselves; an error quoting them when none of tessera's has them.
 /// `pre_tokenizer_json` is the pre_tokenizer object as JSON text.
-Result<std::string> identify_pre_tokenizer(const std::string& pre_tokenizer_json, bool ignore_merges);
+Result<std::string> identify_pre_tokenizer(const std::string& pre_tokenizer_json,
+                                           bool ignore_merges);
 
 /// Whether `dir` holds a tokenizer file add_hf_vocab reads.
 bool has_hf_vocab(const std::filesystem::path& dir);

@@ -17,7 +17,8 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kCaseInsensitiveContractions = "(?i:'s|'t|'re|'ve|'m|'ll|'d)";
-constexpr std::string_view kAsciiContractions = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
+constexpr std::string_view kAsciiContractions =
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
 
 constexpr std::pair<std::string_view, std::string_view> kAdaptations[] = {
     {kCaseInsensitiveContractions, kAsciiContractions},
@@ -52,7 +53,8 @@ std::string escaped(const std::string& r) {
 
 std::string adapted(std::string regex) {
   for (const auto& [published, runs] : kAdaptations) {
-    for (size_t at = regex.find(published); at != std::string::npos; at = regex.find(published, at + runs.size())) {
+    for (size_t at = regex.find(published); at != std::string::npos;
+         at = regex.find(published, at + runs.size())) {
       regex.replace(at, published.size(), runs);
     }
   }
@@ -60,7 +62,9 @@ std::string adapted(std::string regex) {
 }
 
 std::string gpt2_regex() { return std::string(tok::find_pre_tokenizer("gpt-2")->regexes.at(0)); }
-std::string punctuation_regex() { return std::string(tok::find_pre_tokenizer("falcon")->regexes.at(0)); }
+std::string punctuation_regex() {
+  return std::string(tok::find_pre_tokenizer("falcon")->regexes.at(0));
+}
 
 /// Appends the regexes of one pre-tokenizer object (recursing into sequences).
 Status collect(const json& p, std::vector<std::string>& out) {
@@ -76,14 +80,17 @@ Status collect(const json& p, std::vector<std::string>& out) {
     for (const json& q : p["pretokenizers"]) TESSERA_RETURN_IF_ERROR(collect(q, out));
   } else if (type == "Split") {
     const json* pattern = p.contains("pattern") ? &p["pattern"] : nullptr;
-    if (pattern == nullptr || !pattern->is_object() || !pattern->contains("Regex") || !(*pattern)["Regex"].is_string()) {
+    if (pattern == nullptr || !pattern->is_object() || !pattern->contains("Regex") ||
+        !(*pattern)["Regex"].is_string()) {
       return Status::error("a Split pre_tokenizer has no {\"Regex\": ...} pattern");
     }
     out.push_back(adapted((*pattern)["Regex"].get<std::string>()));
   } else if (type == "ByteLevel") {
-    if (!p.contains("use_regex") || (p["use_regex"].is_boolean() && p["use_regex"].get<bool>())) out.push_back(adapted(gpt2_regex()));
+    if (!p.contains("use_regex") || (p["use_regex"].is_boolean() && p["use_regex"].get<bool>()))
+      out.push_back(adapted(gpt2_regex()));
   } else if (type == "Digits") {
-    const bool one = p.contains("individual_digits") && p["individual_digits"].is_boolean() && p["individual_digits"].get<bool>();
+    const bool one = p.contains("individual_digits") && p["individual_digits"].is_boolean() &&
+                     p["individual_digits"].get<bool>();
     out.push_back(one ? R"(\p{N})" : R"(\p{N}+)");
   } else if (type == "Punctuation") {
     out.push_back(adapted(punctuation_regex()));
@@ -95,20 +102,26 @@ Status collect(const json& p, std::vector<std::string>& out) {
 
 }  // namespace
 
-Result<std::string> identify_pre_tokenizer(const std::string& pre_tokenizer_json, bool ignore_merges) {
+Result<std::string> identify_pre_tokenizer(const std::string& pre_tokenizer_json,
+                                           bool ignore_merges) {
   const json p = json::parse(pre_tokenizer_json, nullptr, false);
   if (p.is_discarded()) return Status::error("the pre_tokenizer is not JSON");
   std::vector<std::string> regexes;
   TESSERA_RETURN_IF_ERROR(collect(p, regexes));
-  if (regexes.empty()) return Status::error("the pre_tokenizer splits nothing (no regex, no byte-level split)");
+  if (regexes.empty())
+    return Status::error("the pre_tokenizer splits nothing (no regex, no byte-level split)");
   const tok::PreTokenizerSpec* found = nullptr;
   for (const tok::PreTokenizerSpec& spec : tok::pre_tokenizer_specs()) {
     if (!std::equal(spec.regexes.begin(), spec.regexes.end(), regexes.begin(), regexes.end(),
-                    [](std::string_view a, const std::string& b) { return adapted(std::string(a)) == b; })) {
+                    [](std::string_view a, const std::string& b) {
+                      return adapted(std::string(a)) == b;
+                    })) {
       continue;
     }
     // Specs with the same regexes differ in ignore_merges (llama3 / dbrx): the model's says which.
-    if (found == nullptr || (spec.ignore_merges == ignore_merges && found->ignore_merges != ignore_merges)) found = &spec;
+    if (found == nullptr ||
+        (spec.ignore_merges == ignore_merges && found->ignore_merges != ignore_merges))
+      found = &spec;
   }
   if (found != nullptr) return std::string(found->name);
   std::string list;

@@ -58,7 +58,9 @@ class Wire {
     }
   }
 
-  std::string str() const { return std::string(reinterpret_cast<const char*>(p_), size_t(end_ - p_)); }
+  std::string str() const {
+    return std::string(reinterpret_cast<const char*>(p_), size_t(end_ - p_));
+  }
 
  private:
   bool fixed(size_t n, uint64_t& v) {
@@ -84,7 +86,8 @@ Status read_piece(const std::filesystem::path& file, Wire m, HfVocab& v) {
   uint64_t value = 0;
   Wire bytes(nullptr, 0);
   while (!m.done()) {
-    if (!m.next(field, wire, value, bytes)) return bad(file, "piece " + std::to_string(v.tokens.size()) + " is malformed");
+    if (!m.next(field, wire, value, bytes))
+      return bad(file, "piece " + std::to_string(v.tokens.size()) + " is malformed");
     if (field == 1 && wire == 2) piece = bytes.str();
     if (field == 2 && wire == 5) {
       const uint32_t bits = uint32_t(value);
@@ -93,7 +96,8 @@ Status read_piece(const std::filesystem::path& file, Wire m, HfVocab& v) {
     if (field == 3 && wire == 0) type = value;
   }
   if (type < kNormal || type > kByte) {
-    return bad(file, "piece " + std::to_string(v.tokens.size()) + " has type " + std::to_string(type) + ", not 1..6");
+    return bad(file, "piece " + std::to_string(v.tokens.size()) + " has type " +
+                         std::to_string(type) + ", not 1..6");
   }
   v.tokens.push_back(std::move(piece));
   v.scores.push_back(score);
@@ -133,7 +137,8 @@ Status read_normalizer(const std::filesystem::path& file, Wire m, HfVocab& v) {
 Result<HfVocab> read_sentencepiece_model(const std::filesystem::path& file, int64_t vocab_size) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return bad(file, "cannot be read");
-  const std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
   HfVocab v;
   v.model = "llama";
   v.pre = "default";
@@ -142,14 +147,16 @@ Result<HfVocab> read_sentencepiece_model(const std::filesystem::path& file, int6
   uint64_t value = 0;
   Wire bytes(nullptr, 0);
   while (!m.done()) {
-    if (!m.next(field, wire, value, bytes)) return bad(file, "is not a SentencePiece model (malformed protobuf)");
+    if (!m.next(field, wire, value, bytes))
+      return bad(file, "is not a SentencePiece model (malformed protobuf)");
     if (wire != 2) continue;
     if (field == 1) TESSERA_RETURN_IF_ERROR(read_piece(file, bytes, v));
     if (field == 2) TESSERA_RETURN_IF_ERROR(read_trainer(file, bytes, v));
     if (field == 3) TESSERA_RETURN_IF_ERROR(read_normalizer(file, bytes, v));
   }
   if (v.tokens.empty()) return bad(file, "is not a SentencePiece model (no pieces)");
-  if (vocab_size > (int64_t(1) << 24)) return bad(file, "config.json's vocab_size " + std::to_string(vocab_size) + " is out of range");
+  if (vocab_size > (int64_t(1) << 24))
+    return bad(file, "config.json's vocab_size " + std::to_string(vocab_size) + " is out of range");
   for (int64_t i = int64_t(v.tokens.size()); i < vocab_size; ++i) {
     v.tokens.push_back("[PAD" + std::to_string(i) + "]");
     v.scores.push_back(-1000.0f);

@@ -31,7 +31,9 @@ bool looks_special(const std::string& t) {
 }
 
 bool is_byte_piece(const std::string& t) {
-  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f'); };
+  auto hex = [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f');
+  };
   return t.size() == 6 && t.starts_with("<0x") && t[5] == '>' && hex(t[3]) && hex(t[4]);
 }
 
@@ -50,30 +52,35 @@ Result<std::vector<std::string>> read_merges(const std::filesystem::path& file, 
       const std::string s = m.get<std::string>();
       const size_t space = s.find(' ', 1);
       if (space == std::string::npos || space + 1 == s.size()) {
-        return bad(file, "merge " + std::to_string(merges.size()) + " " + m.dump() + " is not two pieces separated by a space");
+        return bad(file, "merge " + std::to_string(merges.size()) + " " + m.dump() +
+                             " is not two pieces separated by a space");
       }
       merges.push_back(s);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string() && !m[0].get<std::string>().empty() &&
-               !m[1].get<std::string>().empty()) {
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string() &&
+               !m[0].get<std::string>().empty() && !m[1].get<std::string>().empty()) {
       merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
     } else {
-      return bad(file, "merge " + std::to_string(merges.size()) + " is neither \"a b\" nor [\"a\", \"b\"]");
+      return bad(file, "merge " + std::to_string(merges.size()) +
+                           " is neither \"a b\" nor [\"a\", \"b\"]");
     }
   }
   return merges;
 }
 
 /// Puts `text` at `id`, refusing ids out of range and ids given twice.
-Status place(const std::filesystem::path& file, HfVocab& v, std::vector<bool>& seen, int64_t id, const std::string& text,
-             int32_t type) {
-  if (id < 0 || id >= kMaxTokens) return bad(file, "token " + json(text).dump() + " has id " + std::to_string(id) + ", out of range");
+Status place(const std::filesystem::path& file, HfVocab& v, std::vector<bool>& seen, int64_t id,
+             const std::string& text, int32_t type) {
+  if (id < 0 || id >= kMaxTokens)
+    return bad(file,
+               "token " + json(text).dump() + " has id " + std::to_string(id) + ", out of range");
   if (size_t(id) >= v.tokens.size()) {
     v.tokens.resize(size_t(id) + 1);
     v.types.resize(size_t(id) + 1, kUnused);
     seen.resize(size_t(id) + 1, false);
   }
   if (seen[size_t(id)] && v.tokens[size_t(id)] != text) {
-    return bad(file, "id " + std::to_string(id) + " is both " + json(v.tokens[size_t(id)]).dump() + " and " + json(text).dump());
+    return bad(file, "id " + std::to_string(id) + " is both " + json(v.tokens[size_t(id)]).dump() +
+                         " and " + json(text).dump());
   }
   seen[size_t(id)] = true;
   v.tokens[size_t(id)] = text;
@@ -81,22 +88,29 @@ Status place(const std::filesystem::path& file, HfVocab& v, std::vector<bool>& s
   return Status::ok();
 }
 
-Status read_vocab(const std::filesystem::path& file, const json& j, bool spm, HfVocab& v, std::vector<bool>& seen) {
+Status read_vocab(const std::filesystem::path& file, const json& j, bool spm, HfVocab& v,
+                  std::vector<bool>& seen) {
   const json& model = j["model"];
-  if (!model.contains("vocab") || !model["vocab"].is_object()) return bad(file, "model.vocab is not an object");
+  if (!model.contains("vocab") || !model["vocab"].is_object())
+    return bad(file, "model.vocab is not an object");
   for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer()) return bad(file, "token " + json(text).dump() + " has an id that is not an integer");
-    TESSERA_RETURN_IF_ERROR(place(file, v, seen, id.get<int64_t>(), text, spm && is_byte_piece(text) ? kByte : kNormal));
+    if (!id.is_number_integer())
+      return bad(file, "token " + json(text).dump() + " has an id that is not an integer");
+    TESSERA_RETURN_IF_ERROR(place(file, v, seen, id.get<int64_t>(), text,
+                                  spm && is_byte_piece(text) ? kByte : kNormal));
   }
   if (!j.contains("added_tokens")) return Status::ok();
   if (!j["added_tokens"].is_array()) return bad(file, "added_tokens is not an array");
   for (const json& a : j["added_tokens"]) {
-    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") || !a["content"].is_string()) {
+    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() ||
+        !a.contains("content") || !a["content"].is_string()) {
       return bad(file, "an added_tokens entry has no integer \"id\" and string \"content\"");
     }
     const std::string text = a["content"].get<std::string>();
-    const bool special = a.contains("special") && a["special"].is_boolean() && a["special"].get<bool>();
-    TESSERA_RETURN_IF_ERROR(place(file, v, seen, a["id"].get<int64_t>(), text, special || looks_special(text) ? kControl : kUserDefined));
+    const bool special =
+        a.contains("special") && a["special"].is_boolean() && a["special"].get<bool>();
+    TESSERA_RETURN_IF_ERROR(place(file, v, seen, a["id"].get<int64_t>(), text,
+                                  special || looks_special(text) ? kControl : kUserDefined));
   }
   return Status::ok();
 }
@@ -107,7 +121,8 @@ bool adds_space_prefix(const json& j) {
   bool found = false;
   auto visit = [&found](const json& node, const char* list, auto&& self) -> void {
     if (!node.is_object()) return;
-    const std::string type = node.contains("type") && node["type"].is_string() ? node["type"].get<std::string>() : "";
+    const std::string type =
+        node.contains("type") && node["type"].is_string() ? node["type"].get<std::string>() : "";
     if (type == "Sequence" && node.contains(list) && node[list].is_array()) {
       for (const json& n : node[list]) self(n, list, self);
     } else if (type == "Prepend") {
@@ -137,7 +152,11 @@ std::vector<float> scores_from_merges(const HfVocab& v) {
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     if (v.types[i] != kNormal) continue;
     const std::string& t = v.tokens[i];
-    const size_t first = t.empty() ? 0 : (uint8_t(t[0]) < 0x80 ? 1 : (uint8_t(t[0]) >> 5) == 6 ? 2 : (uint8_t(t[0]) >> 4) == 14 ? 3 : 4);
+    const size_t first = t.empty() ? 0
+                                   : (uint8_t(t[0]) < 0x80         ? 1
+                                      : (uint8_t(t[0]) >> 5) == 6  ? 2
+                                      : (uint8_t(t[0]) >> 4) == 14 ? 3
+                                                                   : 4);
     if (auto it = rank.find(t); it != rank.end()) {
       scores[i] = -float(it->second + 1);
     } else if (t.size() > first) {
@@ -156,17 +175,21 @@ Result<HfVocab> read_tokenizer_json(const std::filesystem::path& file, int64_t v
   if (j.is_discarded() || !j.is_object()) return bad(file, "is not a JSON object");
   if (!j.contains("model") || !j["model"].is_object()) return bad(file, "has no \"model\" object");
   const json& model = j["model"];
-  const std::string type = model.contains("type") && model["type"].is_string() ? model["type"].get<std::string>() : "";
+  const std::string type =
+      model.contains("type") && model["type"].is_string() ? model["type"].get<std::string>() : "";
   if (type != "BPE") {
-    return bad(file, "model.type is \"" + type + "\"; convert reads BPE tokenizer.json files (Unigram/WordPiece ones "
-                     "through tokenizer.model / vocab.txt)");
+    return bad(file, "model.type is \"" + type +
+                         "\"; convert reads BPE tokenizer.json files (Unigram/WordPiece ones "
+                         "through tokenizer.model / vocab.txt)");
   }
-  const bool spm = model.contains("byte_fallback") && model["byte_fallback"].is_boolean() && model["byte_fallback"].get<bool>();
+  const bool spm = model.contains("byte_fallback") && model["byte_fallback"].is_boolean() &&
+                   model["byte_fallback"].get<bool>();
   HfVocab v;
   v.model = spm ? "llama" : "gpt2";
   std::vector<bool> seen;
   TESSERA_RETURN_IF_ERROR(read_vocab(file, j, spm, v, seen));
-  if (vocab_size > kMaxTokens) return bad(file, "config.json's vocab_size " + std::to_string(vocab_size) + " is out of range");
+  if (vocab_size > kMaxTokens)
+    return bad(file, "config.json's vocab_size " + std::to_string(vocab_size) + " is out of range");
   if (vocab_size > int64_t(v.tokens.size())) {
     v.tokens.resize(size_t(vocab_size));
     v.types.resize(size_t(vocab_size), kUnused);
@@ -191,8 +214,11 @@ Result<HfVocab> read_tokenizer_json(const std::filesystem::path& file, int64_t v
     return v;
   }
   if (v.merges.empty()) return bad(file, "a byte-level BPE model with no merges");
-  const bool ignore_merges = model.contains("ignore_merges") && model["ignore_merges"].is_boolean() && model["ignore_merges"].get<bool>();
-  Result<std::string> pre = identify_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"].dump() : "null", ignore_merges);
+  const bool ignore_merges = model.contains("ignore_merges") &&
+                             model["ignore_merges"].is_boolean() &&
+                             model["ignore_merges"].get<bool>();
+  Result<std::string> pre = identify_pre_tokenizer(
+      j.contains("pre_tokenizer") ? j["pre_tokenizer"].dump() : "null", ignore_merges);
   if (!pre) return bad(file, "pre_tokenizer: " + pre.status().message());
   v.pre = *pre;
   return v;

@@ -19,7 +19,8 @@ Result<HfVocab> read_wordpiece_vocab(const std::filesystem::path& file) {
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) {
-      return Status::error("convert: " + file.string() + ": line " + std::to_string(v.tokens.size() + 1) + " is empty");
+      return Status::error("convert: " + file.string() + ": line " +
+                           std::to_string(v.tokens.size() + 1) + " is empty");
     }
     if (line.front() == '[' && line.back() == ']') {
       v.tokens.push_back(line);

@@ -4,6 +4,8 @@
 // vocabulary must tokenize every string of ../shared/vocab/*.inp to the same ids as the
 // original, with the same tokens, types, special ids and flags. Bad tokenizer files are
 // refused by name.
+#include "convert/hf_vocab.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -12,7 +14,6 @@
 #include "common/hf_tokenizer_files.h"
 #include "common/test_util.h"
 #include "common/vocab_vectors.h"
-#include "convert/hf_vocab.h"
 #include "tessera/convert.h"
 #include "tessera/gguf.h"
 #include "tessera/tokenizer.h"
@@ -48,8 +49,10 @@ constexpr VocabCase kVocabCases[] = {
 };
 
 std::vector<std::string> test_strings() {
-  std::vector<std::string> all = {"Hello world", " <s> x</s>", "<|endoftext|> a", "[CLS] the [SEP]", "I'll 12345 \n\n  x"};
-  for (const char* f : {"ggml-vocab-gpt-2", "ggml-vocab-falcon", "ggml-vocab-llama-spm", "ggml-vocab-starcoder"}) {
+  std::vector<std::string> all = {"Hello world", " <s> x</s>", "<|endoftext|> a", "[CLS] the [SEP]",
+                                  "I'll 12345 \n\n  x"};
+  for (const char* f :
+       {"ggml-vocab-gpt-2", "ggml-vocab-falcon", "ggml-vocab-llama-spm", "ggml-vocab-starcoder"}) {
     const std::string path = test::shared_file(std::string("vocab/") + f + ".gguf.inp");
     if (path.empty()) continue;
     for (std::string& s : test::read_inputs(path)) all.push_back(std::move(s));
@@ -58,7 +61,8 @@ std::vector<std::string> test_strings() {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("tessera_hfvocab_" + name + "_" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("tessera_hfvocab_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -80,17 +84,21 @@ TEST_P(HfVocabRoundTrip, TokenizesAsTheOriginal) {
   ASSERT_TRUE(ref.is_ok()) << ref.status().message();
   test::write_hf_tokenizer(**ref, dir, c.form);
   const std::string arch = *(*ref)->find("general.architecture")->as_string();
-  std::ofstream(dir / "config.json") << nlohmann::json{{"architectures", {"LlamaForCausalLM"}}}.dump();
+  std::ofstream(dir / "config.json")
+      << nlohmann::json{{"architectures", {"LlamaForCausalLM"}}}.dump();
   gguf::Writer w;
   w.set("general.architecture", arch);
-  ASSERT_TRUE(convert::add_hf_vocab(dir, arch, w).is_ok()) << convert::add_hf_vocab(dir, arch, w).message();
+  ASSERT_TRUE(convert::add_hf_vocab(dir, arch, w).is_ok())
+      << convert::add_hf_vocab(dir, arch, w).message();
   ASSERT_TRUE(w.write((dir / "out.gguf").string()).is_ok());
   Result<std::unique_ptr<gguf::File>> got = gguf::File::open((dir / "out.gguf").string());
   ASSERT_TRUE(got.is_ok()) << got.status().message();
   EXPECT_EQ(*(*got)->find("tokenizer.ggml.pre")->as_string(), c.pre);
-  if (c.form != HfTokenizerForm::SpmJson) {  // SentencePiece-style tokenizer.json scores are merge ranks
-    for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.scores", "tokenizer.ggml.merges",
-                            "tokenizer.ggml.add_space_prefix"}) {
+  if (c.form !=
+      HfTokenizerForm::SpmJson) {  // SentencePiece-style tokenizer.json scores are merge ranks
+    for (const char* key :
+         {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.scores",
+          "tokenizer.ggml.merges", "tokenizer.ggml.add_space_prefix"}) {
       const gguf::Value* a = (*ref)->find(key);
       const gguf::Value* b = (*got)->find(key);
       ASSERT_EQ(a == nullptr, b == nullptr) << key;
@@ -113,10 +121,11 @@ TEST_P(HfVocabRoundTrip, TokenizesAsTheOriginal) {
   for (const std::string& s : test_strings()) {
     for (bool special : {false, true}) {
       ++n;
-      const std::vector<TokenId> want = (*a)->encode(s, true, special), have = (*b)->encode(s, true, special);
+      const std::vector<TokenId> want = (*a)->encode(s, true, special),
+                                 have = (*b)->encode(s, true, special);
       if (want != have && ++differ <= 3) {
-        ADD_FAILURE() << "ids differ on " << nlohmann::json(s).dump() << ": " << nlohmann::json(want).dump() << " vs "
-                      << nlohmann::json(have).dump();
+        ADD_FAILURE() << "ids differ on " << nlohmann::json(s).dump() << ": "
+                      << nlohmann::json(want).dump() << " vs " << nlohmann::json(have).dump();
       }
     }
   }
@@ -124,8 +133,11 @@ TEST_P(HfVocabRoundTrip, TokenizesAsTheOriginal) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shared, HfVocabRoundTrip, ::testing::Range<size_t>(0, std::size(kVocabCases)),
-                         [](const auto& param_info) { return case_name(kVocabCases[param_info.param], param_info.param); });
+INSTANTIATE_TEST_SUITE_P(Shared, HfVocabRoundTrip,
+                         ::testing::Range<size_t>(0, std::size(kVocabCases)),
+                         [](const auto& param_info) {
+                           return case_name(kVocabCases[param_info.param], param_info.param);
+                         });
 
 TEST(HfVocabOnly, WritesTheTokenizerAndNoTensors) {
   TESSERA_REQUIRE_SHARED(model, "archs/models/llama3.gguf");
@@ -137,8 +149,9 @@ TEST(HfVocabOnly, WritesTheTokenizerAndNoTensors) {
   std::ofstream(dir / "config.json") << R"({"architectures": ["LlamaForCausalLM"]})";
   nlohmann::json tc;
   std::ifstream(dir / "tokenizer_config.json") >> tc;
-  tc["chat_template"] = nlohmann::json::array({{{"name", "default"}, {"template", "{{ messages }}"}},
-                                               {{"name", "tool_use"}, {"template", "{{ tools }}"}}});
+  tc["chat_template"] =
+      nlohmann::json::array({{{"name", "default"}, {"template", "{{ messages }}"}},
+                             {{"name", "tool_use"}, {"template", "{{ tools }}"}}});
   std::ofstream(dir / "tokenizer_config.json") << tc.dump();
   ConvertParams p;
   p.input_dir = dir.string();
@@ -157,12 +170,14 @@ TEST(HfVocabOnly, WritesTheTokenizerAndNoTensors) {
   EXPECT_TRUE(*(*got)->find("tokenizer.ggml.tokens") == *(*ref)->find("tokenizer.ggml.tokens"));
   Result<std::unique_ptr<Tokenizer>> t = Tokenizer::from_gguf(**got);
   ASSERT_TRUE(t.is_ok()) << t.status().message();
-  EXPECT_EQ((*t)->encode("Hello world", false), (*Tokenizer::from_gguf(**ref))->encode("Hello world", false));
+  EXPECT_EQ((*t)->encode("Hello world", false),
+            (*Tokenizer::from_gguf(**ref))->encode("Hello world", false));
 
   fs::remove(dir / "tokenizer.json");
   Result<ConvertReport> none = convert_checkpoint(p);
   ASSERT_FALSE(none.is_ok());
-  EXPECT_NE(none.status().message().find("has no tokenizer.json, tokenizer.model or vocab.txt"), std::string::npos)
+  EXPECT_NE(none.status().message().find("has no tokenizer.json, tokenizer.model or vocab.txt"),
+            std::string::npos)
       << none.status().message();
   fs::remove_all(dir);
 }
@@ -175,23 +190,35 @@ struct BadFile {
 };
 
 TEST(HfVocabBadFiles, EachIsRefusedByName) {
-  const std::string bpe_head = R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": )";
+  const std::string bpe_head =
+      R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": )";
   const std::string bytes_pre = R"(, "pre_tokenizer": {"type": "ByteLevel", "use_regex": true}})";
   const BadFile cases[] = {
       {"not_json", "tokenizer.json", "{\"model\": ", "is not a JSON object"},
-      {"unigram", "tokenizer.json", R"({"model": {"type": "Unigram", "vocab": []}})", "model.type is \"Unigram\""},
-      {"bad_merge", "tokenizer.json", bpe_head + R"(["ab"]})" + bytes_pre, "merge 0 \"ab\" is not two pieces"},
+      {"unigram", "tokenizer.json", R"({"model": {"type": "Unigram", "vocab": []}})",
+       "model.type is \"Unigram\""},
+      {"bad_merge", "tokenizer.json", bpe_head + R"(["ab"]})" + bytes_pre,
+       "merge 0 \"ab\" is not two pieces"},
       {"bad_pair", "tokenizer.json", bpe_head + R"([["a"]]})" + bytes_pre, "merge 0 is neither"},
-      {"twice", "tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": ["a b"]})" + bytes_pre,
+      {"twice", "tokenizer.json",
+       R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": ["a b"]})" + bytes_pre,
        "id 0 is both"},
-      {"negative_id", "tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": -4}, "merges": ["a b"]})" + bytes_pre,
+      {"negative_id", "tokenizer.json",
+       R"({"model": {"type": "BPE", "vocab": {"a": -4}, "merges": ["a b"]})" + bytes_pre,
        "has id -4, out of range"},
       {"unknown_regex", "tokenizer.json",
-       bpe_head + R"(["a b"]}, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "x+"}}})", "no tessera pre-tokenizer applies"},
-      {"whitespace_pre", "tokenizer.json", bpe_head + R"(["a b"]}, "pre_tokenizer": {"type": "Whitespace"}})",
+       bpe_head + R"(["a b"]}, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "x+"}}})",
+       "no tessera pre-tokenizer applies"},
+      {"whitespace_pre", "tokenizer.json",
+       bpe_head + R"(["a b"]}, "pre_tokenizer": {"type": "Whitespace"}})",
        "\"Whitespace\" is not one convert maps"},
-      {"spm_truncated", "tokenizer.model", std::string("\x0a\x10\x0a\x03", 4) + "ab", "malformed protobuf"},
-      {"spm_bad_type", "tokenizer.model", std::string("\x0a\x05\x0a\x01" "a\x18\x09", 7), "has type 9, not 1..6"},
+      {"spm_truncated", "tokenizer.model", std::string("\x0a\x10\x0a\x03", 4) + "ab",
+       "malformed protobuf"},
+      {"spm_bad_type", "tokenizer.model",
+       std::string("\x0a\x05\x0a\x01"
+                   "a\x18\x09",
+                   7),
+       "has type 9, not 1..6"},
       {"spm_empty", "tokenizer.model", std::string("\x10\x01", 2), "no pieces"},
       {"wordpiece_blank", "vocab.txt", "[PAD]\n\nthe\n", "line 2 is empty"},
   };

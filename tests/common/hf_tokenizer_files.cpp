@@ -23,10 +23,16 @@ constexpr const char* kQwen2Published =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 json byte_level(bool use_regex) {
-  return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", use_regex}};
+  return {{"type", "ByteLevel"},
+          {"add_prefix_space", false},
+          {"trim_offsets", true},
+          {"use_regex", use_regex}};
 }
 json split(const std::string& regex) {
-  return {{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}};
+  return {{"type", "Split"},
+          {"pattern", {{"Regex", regex}}},
+          {"behavior", "Isolated"},
+          {"invert", false}};
 }
 
 /// The pre_tokenizer a model of tokenizer.ggml.pre `pre` publishes: the published forms of
@@ -35,9 +41,14 @@ json pre_tokenizer_of(const std::string& pre) {
   const tok::PreTokenizerSpec* spec = tok::find_pre_tokenizer(pre);
   if (spec == nullptr) spec = &tok::default_pre_tokenizer();
   if (spec->name == "gpt-2") return byte_level(true);
-  if (spec->name == "starcoder") return {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}}, byte_level(true)}}};
-  if (spec->name == "llama3") return {{"type", "Sequence"}, {"pretokenizers", {split(kLlama3Published), byte_level(false)}}};
-  if (spec->name == "qwen2") return {{"type", "Sequence"}, {"pretokenizers", {split(kQwen2Published), byte_level(false)}}};
+  if (spec->name == "starcoder")
+    return {
+        {"type", "Sequence"},
+        {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}}, byte_level(true)}}};
+  if (spec->name == "llama3")
+    return {{"type", "Sequence"}, {"pretokenizers", {split(kLlama3Published), byte_level(false)}}};
+  if (spec->name == "qwen2")
+    return {{"type", "Sequence"}, {"pretokenizers", {split(kQwen2Published), byte_level(false)}}};
   json seq = json::array();
   for (std::string_view r : spec->regexes) seq.push_back(split(std::string(r)));
   seq.push_back(byte_level(false));
@@ -57,18 +68,20 @@ int64_t id_of(const gguf::File& f, const std::string& key) {
 
 /// tokenizer_config.json: the special tokens by text (alternating the string and the
 /// {"content": ...} forms), add_bos_token / add_eos_token where the GGUF has them.
-void write_config(const gguf::File& f, const std::vector<std::string>& tokens, const fs::path& dir) {
+void write_config(const gguf::File& f, const std::vector<std::string>& tokens,
+                  const fs::path& dir) {
   json tc = json::object();
-  const std::pair<const char*, const char*> kinds[] = {{"bos", "bos_token_id"},       {"eos", "eos_token_id"},
-                                                       {"unk", "unknown_token_id"},   {"sep", "seperator_token_id"},
-                                                       {"pad", "padding_token_id"},   {"cls", "cls_token_id"},
-                                                       {"mask", "mask_token_id"}};
+  const std::pair<const char*, const char*> kinds[] = {
+      {"bos", "bos_token_id"},       {"eos", "eos_token_id"},     {"unk", "unknown_token_id"},
+      {"sep", "seperator_token_id"}, {"pad", "padding_token_id"}, {"cls", "cls_token_id"},
+      {"mask", "mask_token_id"}};
   bool object_form = false;
   for (const auto& [kind, key] : kinds) {
     const int64_t id = id_of(f, key);
     if (id < 0 || id >= int64_t(tokens.size())) continue;
     const std::string text = tokens[size_t(id)];
-    tc[std::string(kind) + "_token"] = object_form ? json{{"content", text}, {"special", true}} : json(text);
+    tc[std::string(kind) + "_token"] =
+        object_form ? json{{"content", text}, {"special", true}} : json(text);
     object_form = !object_form;
   }
   for (const char* flag : {"add_bos_token", "add_eos_token"}) {
@@ -85,18 +98,27 @@ void write_bpe_json(const gguf::File& f, const fs::path& dir, bool pair_merges) 
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (types[i] == 5) continue;  // unused: no entry
     vocab[tokens[i]] = i;
-    if (types[i] == 3 || types[i] == 4) added.push_back({{"id", i}, {"content", tokens[i]}, {"special", types[i] == 3}});
+    if (types[i] == 3 || types[i] == 4)
+      added.push_back({{"id", i}, {"content", tokens[i]}, {"special", types[i] == 3}});
   }
   json merges = json::array();
   for (const std::string& m : array_of<std::string>(f, "tokenizer.ggml.merges")) {
     const size_t sp = m.find(' ', 1);
     merges.push_back(pair_merges ? json{m.substr(0, sp), m.substr(sp + 1)} : json(m));
   }
-  const std::string pre = f.find("tokenizer.ggml.pre") ? *f.find("tokenizer.ggml.pre")->as_string() : "default";
+  const std::string pre =
+      f.find("tokenizer.ggml.pre") ? *f.find("tokenizer.ggml.pre")->as_string() : "default";
   const tok::PreTokenizerSpec* spec = tok::find_pre_tokenizer(pre);
-  json j = {{"version", "1.0"}, {"added_tokens", added}, {"pre_tokenizer", pre_tokenizer_of(pre)}, {"decoder", byte_level(true)},
-            {"model", {{"type", "BPE"}, {"byte_fallback", false}, {"ignore_merges", spec != nullptr && spec->ignore_merges},
-                       {"vocab", vocab}, {"merges", merges}}}};
+  json j = {{"version", "1.0"},
+            {"added_tokens", added},
+            {"pre_tokenizer", pre_tokenizer_of(pre)},
+            {"decoder", byte_level(true)},
+            {"model",
+             {{"type", "BPE"},
+              {"byte_fallback", false},
+              {"ignore_merges", spec != nullptr && spec->ignore_merges},
+              {"vocab", vocab},
+              {"merges", merges}}}};
   std::ofstream(dir / "tokenizer.json") << j.dump();
   write_config(f, tokens, dir);
 }
@@ -112,14 +134,16 @@ void write_spm_json(const gguf::File& f, const fs::path& dir) {
   for (size_t i = 0; i < tokens.size(); ++i) {
     vocab[tokens[i]] = i;
     if (types[i] == 1) normal.emplace(tokens[i], i);
-    if (types[i] == 3 || types[i] == 4) added.push_back({{"id", i}, {"content", tokens[i]}, {"special", types[i] == 3}});
+    if (types[i] == 3 || types[i] == 4)
+      added.push_back({{"id", i}, {"content", tokens[i]}, {"special", types[i] == 3}});
   }
   std::vector<std::tuple<float, size_t, size_t, std::string, std::string>> found;
   for (const auto& [t, id] : normal) {
     for (size_t at = 1; at < t.size(); ++at) {
       if ((uint8_t(t[at]) & 0xC0) == 0x80) continue;  // inside a UTF-8 character
       auto l = normal.find(t.substr(0, at)), r = normal.find(t.substr(at));
-      if (l != normal.end() && r != normal.end()) found.emplace_back(-scores[id], id, l->second, l->first, r->first);
+      if (l != normal.end() && r != normal.end())
+        found.emplace_back(-scores[id], id, l->second, l->first, r->first);
     }
   }
   std::sort(found.begin(), found.end());
@@ -128,11 +152,21 @@ void write_spm_json(const gguf::File& f, const fs::path& dir) {
   // As HF's converter: "▁" for spaces, and first unless the model says add_dummy_prefix false.
   const gguf::Value* prefix = f.find("tokenizer.ggml.add_space_prefix");
   json normalizers = json::array();
-  if (prefix == nullptr || prefix->as_bool().value_or(true)) normalizers.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
-  normalizers.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
-  json j = {{"version", "1.0"}, {"added_tokens", added}, {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
+  if (prefix == nullptr || prefix->as_bool().value_or(true))
+    normalizers.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
+  normalizers.push_back(
+      {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
+  json j = {{"version", "1.0"},
+            {"added_tokens", added},
+            {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
             {"pre_tokenizer", nullptr},
-            {"model", {{"type", "BPE"}, {"byte_fallback", true}, {"unk_token", "<unk>"}, {"fuse_unk", true}, {"vocab", vocab}, {"merges", merges}}}};
+            {"model",
+             {{"type", "BPE"},
+              {"byte_fallback", true},
+              {"unk_token", "<unk>"},
+              {"fuse_unk", true},
+              {"vocab", vocab},
+              {"merges", merges}}}};
   std::ofstream(dir / "tokenizer.json") << j.dump();
   write_config(f, tokens, dir);
 }
@@ -164,7 +198,8 @@ void write_spm_model(const gguf::File& f, const fs::path& dir) {
     put_varint(piece, uint64_t(types[i]));
     put_bytes(model, 1, piece);
   }
-  if (const gguf::Value* v = f.find("tokenizer.ggml.add_space_prefix"); v != nullptr && v->as_bool()) {
+  if (const gguf::Value* v = f.find("tokenizer.ggml.add_space_prefix");
+      v != nullptr && v->as_bool()) {
     std::string normalizer;  // NormalizerSpec{3: add_dummy_prefix}
     put_varint(normalizer, 3 << 3 | 0);
     put_varint(normalizer, *v->as_bool() ? 1 : 0);

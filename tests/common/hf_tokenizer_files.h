@@ -13,8 +13,8 @@
 namespace tessera::test {
 
 enum class HfTokenizerForm {
-  Auto,       // by tokenizer.ggml.model: tokenizer.json / tokenizer.model / vocab.txt
-  PairMerges, // "gpt2": tokenizer.json with merges as ["a", "b"] pairs
+  Auto,        // by tokenizer.ggml.model: tokenizer.json / tokenizer.model / vocab.txt
+  PairMerges,  // "gpt2": tokenizer.json with merges as ["a", "b"] pairs
   /// "llama": tokenizer.json (BPE with byte_fallback) instead of tokenizer.model. Faithful
   /// only for vocabularies that hold every character as a piece, as real SentencePiece ones
   /// do (HF's BPE cannot merge pieces it does not have; the synthetic test vocabularies of
@@ -24,6 +24,7 @@ enum class HfTokenizerForm {
 
 /// Writes the files into `dir` (which must exist). Fails the current test on a vocabulary
 /// it cannot invert.
-void write_hf_tokenizer(const gguf::File& f, const std::filesystem::path& dir, HfTokenizerForm form = HfTokenizerForm::Auto);
+void write_hf_tokenizer(const gguf::File& f, const std::filesystem::path& dir,
+                        HfTokenizerForm form = HfTokenizerForm::Auto);
 
 }  // namespace tessera::test

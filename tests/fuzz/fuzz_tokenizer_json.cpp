@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kFiles[] = {"tokenizer.json", "tokenizer.model", "vocab.txt", "tokenizer_config.json"};
+constexpr const char* kFiles[] = {"tokenizer.json", "tokenizer.model", "vocab.txt",
+                                  "tokenizer_config.json"};
 
 // The tokenizer.json beside a fuzzed tokenizer_config.json.
 constexpr const char* kSmallTokenizer =
