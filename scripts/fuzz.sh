@@ -29,7 +29,7 @@ flags_of() {
   case "$t" in
     gguf|lora|state) dict="$root/tests/fuzz/dict/gguf.dict" ;;
     grammar) dict="$root/tests/fuzz/dict/grammar.dict" ;;
-    json_schema|server) dict="$root/tests/fuzz/dict/json.dict" ;;
+    json_schema|server|tokenizer_json) dict="$root/tests/fuzz/dict/json.dict" ;;
     jinja) dict="$root/tests/fuzz/dict/jinja.dict" ;;
   esac
   local max_len=262144

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "convert/hf_arch.h"
+#include "convert/hf_vocab.h"
 #include "quant/convert.h"
 #include "tessera/convert.h"
 #include "tessera/quantize.h"
@@ -148,18 +149,27 @@ Result<ConvertReport> convert_checkpoint(const ConvertParams& p) {
     for (const std::string& n : quantize_type_names()) known = known || strcasecmp(n.c_str(), p.type.c_str()) == 0;
     if (!known) return Status::error("convert: --type '" + p.type + "' is not f32, f16, bf16 or a quantize type");
   }
-  if (p.vocab_only) return Status::error("convert: --vocab-only: reading tokenizer files is not built yet");
+  if (p.vocab_only && !convert::has_hf_vocab(p.input_dir)) {
+    return Status::error("convert: --vocab-only: " + p.input_dir + " has no tokenizer.json, tokenizer.model or vocab.txt");
+  }
 
   gguf::Writer w;
   w.set("general.architecture", report.arch);
   w.set("general.name", fs::path(p.input_dir).lexically_normal().filename().string());
   w.set("general.file_type", file_type_of(quantized ? DType::F16 : *type));
-  TESSERA_RETURN_IF_ERROR((*arch)->keys(*c, report.arch, w));
+  // --vocab-only needs only config.json's architectures: the <arch>.* keys are written when
+  // config.json gives them all (tried on a scratch writer first), as the reference does.
+  gguf::Writer scratch;
+  if (!p.vocab_only || (*arch)->keys(*c, report.arch, scratch)) TESSERA_RETURN_IF_ERROR((*arch)->keys(*c, report.arch, w));
+  if (convert::has_hf_vocab(p.input_dir)) {
+    TESSERA_RETURN_IF_ERROR(convert::add_hf_vocab(p.input_dir, report.arch, w));
+    report.vocab = true;
+  }
 
   // Written beside the output under a temporary name: no partial OUT, ever.
   const std::string tmp = p.output_path + ".tmp-" + std::to_string(::getpid());
-  Status s = write_weights(p, *c, **arch, quantized ? DType::F16 : *type, w, tmp, report);
-  if (s && quantized) {
+  Status s = p.vocab_only ? w.write(tmp) : write_weights(p, *c, **arch, quantized ? DType::F16 : *type, w, tmp, report);
+  if (s && quantized && !p.vocab_only) {
     QuantizeParams qp;
     qp.type_name = p.type;
     qp.n_threads = p.n_threads;

@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/hf_tokenizer_files.h"
 #include "common/test_util.h"
 #include "tessera/context.h"
 #include "tessera/convert.h"
@@ -40,27 +41,26 @@ struct HfCase {
   /// and rope.dimension_count that the reference's LlamaModel adds; their logits must still
   /// match.)
   bool exact_keys;
-  /// Compare the logits: only where the converted file loads without a vocabulary (its keys
-  /// give the vocabulary size) and no tensor comes from config.json alone (llama3's
-  /// rope_freqs are the test file's own).
+  /// Compare the logits: not for llama3, whose rope_freqs are the test file's own (no config
+  /// gives them), nor for the encoder (bert: embeddings, not logits).
   bool logits;
 };
 
 constexpr HfCase kCases[] = {
     {"archs/models/llama3.gguf", "LlamaForCausalLM", Style::Llama, true, true, false},
-    {"archs/models/qwen2.gguf", "Qwen2ForCausalLM", Style::Llama, false, true, false},
+    {"archs/models/qwen2.gguf", "Qwen2ForCausalLM", Style::Llama, false, true, true},
     {"archs2/models/mixtral.gguf", "MixtralForCausalLM", Style::Mixtral, true, true, true},
     {"models/mini-llama-f16.gguf", "MistralForCausalLM", Style::Llama, true, false, true},
     {"archs2/models/granite.gguf", "GraniteForCausalLM", Style::Llama, true, false, true},
-    {"archs/models/gemma.gguf", "GemmaForCausalLM", Style::Gemma, false, true, false},
-    {"archs2/models/gemma2.gguf", "Gemma2ForCausalLM", Style::Gemma2, false, true, false},
-    {"archs2/models/qwen2moe.gguf", "Qwen2MoeForCausalLM", Style::Moe, false, true, false},
-    {"archs2/models/olmoe.gguf", "OlmoeForCausalLM", Style::Moe, false, true, false},
-    {"archs2/models/olmo2.gguf", "Olmo2ForCausalLM", Style::Olmo2, false, true, false},
-    {"archs2/models/starcoder2.gguf", "Starcoder2ForCausalLM", Style::Starcoder2, false, true, false},
-    {"archs2/models/command-r.gguf", "CohereForCausalLM", Style::Llama, false, true, false},
-    {"archs/models/phi3.gguf", "Phi3ForCausalLM", Style::Phi3, false, true, false},
-    {"archs2/models/phi3lr.gguf", "Phi3ForCausalLM", Style::Phi3, false, true, false},
+    {"archs/models/gemma.gguf", "GemmaForCausalLM", Style::Gemma, false, true, true},
+    {"archs2/models/gemma2.gguf", "Gemma2ForCausalLM", Style::Gemma2, false, true, true},
+    {"archs2/models/qwen2moe.gguf", "Qwen2MoeForCausalLM", Style::Moe, false, true, true},
+    {"archs2/models/olmoe.gguf", "OlmoeForCausalLM", Style::Moe, false, true, true},
+    {"archs2/models/olmo2.gguf", "Olmo2ForCausalLM", Style::Olmo2, false, true, true},
+    {"archs2/models/starcoder2.gguf", "Starcoder2ForCausalLM", Style::Starcoder2, false, true, true},
+    {"archs2/models/command-r.gguf", "CohereForCausalLM", Style::Llama, false, true, true},
+    {"archs/models/phi3.gguf", "Phi3ForCausalLM", Style::Phi3, false, true, true},
+    {"archs2/models/phi3lr.gguf", "Phi3ForCausalLM", Style::Phi3, false, true, true},
     {"archs2/models/deepseek2.gguf", "DeepseekV2ForCausalLM", Style::Deepseek2, false, true, true},
     {"archs2/models/bert.gguf", "BertForMaskedLM", Style::Bert, false, true, false},
 };
@@ -300,6 +300,7 @@ void write_hf_folder(const std::string& model, const HfCase& c, const fs::path& 
     ASSERT_TRUE(safetensors::write((dir / file).string(), part, {{"format", "pt"}}).is_ok());
   }
   std::ofstream(dir / "model.safetensors.index.json") << json{{"metadata", json::object()}, {"weight_map", weight_map}}.dump();
+  test::write_hf_tokenizer(**f, dir);
 }
 
 fs::path temp_dir(const std::string& name) {
@@ -364,6 +365,17 @@ TEST_P(ConvertHf, GivesBackTheReferencesTensorsAndKeys) {
   for (const auto& [key, value] : (*got)->metadata()) {
     if (c.exact_keys && key.starts_with(arch + ".")) {
       EXPECT_NE((*ref)->find(key), nullptr) << "extra key " << key;
+    }
+  }
+  EXPECT_TRUE(r->vocab);
+  for (const char* key : {"tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.scores",
+                          "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                          "tokenizer.ggml.add_bos_token"}) {
+    const gguf::Value* want = (*ref)->find(key);
+    const gguf::Value* have = (*got)->find(key);
+    ASSERT_EQ(want == nullptr, have == nullptr) << key;
+    if (want != nullptr) {
+      EXPECT_EQ(have->to_string(), want->to_string()) << key;
     }
   }
   if (c.logits) {

@@ -253,6 +253,40 @@ void safetensors_seeds() {
   fs::remove(path);
 }
 
+// The tokenizer files of `tessera convert`, each after the byte that picks its name
+// (fuzz_tokenizer_json.cpp): byte-level and SentencePiece-style tokenizer.json, a
+// SentencePiece tokenizer.model, a WordPiece vocab.txt, a tokenizer_config.json.
+void tokenizer_json_seeds() {
+  seed("tokenizer_json", "0",
+       std::string(1, '\0') +
+           R"({"added_tokens": [{"id": 6, "content": "<|endoftext|>", "special": true}],)"
+           R"( "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": )"
+           R"("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},)"
+           R"( "behavior": "Isolated"}, {"type": "ByteLevel", "use_regex": false}]},)"
+           R"( "model": {"type": "BPE", "vocab": {"h": 0, "e": 1, "l": 2, "o": 3, "he": 4, "lo": 5, "<|endoftext|>": 6},)"
+           R"( "merges": ["h e", ["l", "o"]]}})");
+  seed("tokenizer_json", "1",
+       std::string(1, '\0') +
+           R"({"added_tokens": [{"id": 1, "content": "<s>", "special": true}], "pre_tokenizer": null,)"
+           R"( "model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>",)"
+           R"( "vocab": {"<unk>": 0, "<s>": 1, "<0x41>": 2, "\u2581": 3, "a": 4, "\u2581a": 5}, "merges": [["\u2581", "a"]]}})");
+  std::string model;  // ModelProto{1: SentencePiece{1: piece, 2: score, 3: type}}...
+  const std::pair<const char*, int> pieces[] = {{"<unk>", 2}, {"<s>", 3}, {"</s>", 3}, {"<0x41>", 6}, {"\xe2\x96\x81" "a", 1}};
+  for (const auto& [text, type] : pieces) {
+    const std::string t = text;
+    std::string piece = std::string(1, char(1 << 3 | 2)) + char(t.size()) + t + char(2 << 3 | 5) + std::string("\0\0\x80\xbf", 4) +
+                        char(3 << 3) + char(type);
+    model += std::string(1, char(1 << 3 | 2)) + char(piece.size()) + piece;
+  }
+  model += std::string("\x1a\x02\x18\x00", 4);  // NormalizerSpec{add_dummy_prefix: false}
+  seed("tokenizer_json", "2", std::string(1, '\1') + model);
+  seed("tokenizer_json", "3", std::string(1, '\2') + "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n##s\n");
+  seed("tokenizer_json", "4",
+       std::string(1, '\3') +
+           R"({"bos_token": {"content": "h"}, "eos_token": "<|end|>", "add_bos_token": true,)"
+           R"( "chat_template": [{"name": "default", "template": "{{ x }}"}, {"name": "rag", "template": "{{ y }}"}]})");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -271,5 +305,6 @@ int main(int argc, char** argv) {
   lora_seeds();
   server_seeds();
   safetensors_seeds();
+  tokenizer_json_seeds();
   return 0;
 }

@@ -32,8 +32,8 @@ int run_convert(ConvertOptions& o) {
   if (drawn) std::fprintf(stderr, "\r%-79s\r", "");
   if (!r) return fail(r.status().message());
   if (!r->vocab) {
-    std::fprintf(stderr, "tessera convert: warning: no tokenizer written (converting tokenizer files is not built "
-                         "yet): the file runs on token ids only\n");
+    std::fprintf(stderr, "tessera convert: warning: no tokenizer written (the folder has no tokenizer.json, "
+                         "tokenizer.model or vocab.txt): the file runs on token ids only\n");
   }
   std::fprintf(stderr, "tessera convert: %s (%s) -> %s: %zu tensors, %.1f MiB, %s, %.1f s\n", r->hf_arch.c_str(),
                r->arch.c_str(), o.params.output_path.c_str(), r->n_tensors, double(r->out_bytes) / (1024.0 * 1024.0),
