@@ -14,3 +14,10 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/tests/server/run_node_tests.sh)
   set_tests_properties(server_node PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
                                               ENVIRONMENT "${TESSERA_SERVER_TEST_ENV}")
 endif()
+# Real tokenizer.json files (npm, from tests/npm's lock) converted and tokenized against
+# transformers.js's ids.
+if(EXISTS ${CMAKE_SOURCE_DIR}/tests/npm/run.sh)
+  add_test(NAME tokenizers_npm COMMAND bash ${CMAKE_SOURCE_DIR}/tests/npm/run.sh $<TARGET_FILE:tessera_cli>)
+  set_tests_properties(tokenizers_npm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+                                                 ENVIRONMENT "${TESSERA_SERVER_TEST_ENV}")
+endif()
