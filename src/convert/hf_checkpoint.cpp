@@ -1,7 +1,6 @@
 #include "convert/hf_checkpoint.h"
 
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include "convert/json_file.h"
 
 namespace tessera::convert {
 
@@ -11,14 +10,10 @@ namespace {
 
 /// The shard files model.safetensors.index.json lists, each with its tensors.
 Result<std::map<std::string, std::vector<std::string>>> read_index(const fs::path& index) {
-  std::ifstream in(index);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    return Status::error("convert: " + index.string() + " is not JSON (" + e.what() + ")");
-  }
-  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+  Result<nlohmann::json> read = read_json_object(index);
+  if (!read) return read.status();
+  const nlohmann::json& j = *read;
+  if (!j.contains("weight_map") || !j["weight_map"].is_object()) {
     return Status::error("convert: " + index.string() + " has no 'weight_map' object");
   }
   std::map<std::string, std::vector<std::string>> shards;

@@ -1,20 +1,15 @@
-#include <fstream>
-
 #include "convert/hf_arch.h"
+#include "convert/json_file.h"
 
 namespace tessera::convert {
 
 Result<HfConfig> HfConfig::load(const std::filesystem::path& dir) {
   HfConfig c;
   c.path_ = (dir / "config.json").string();
-  std::ifstream in(c.path_);
-  if (!in) return Status::error("convert: " + dir.string() + " has no config.json");
-  try {
-    c.j_ = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    return Status::error("convert: " + c.path_ + " is not JSON (" + e.what() + ")");
-  }
-  if (!c.j_.is_object()) return Status::error("convert: " + c.path_ + " is not a JSON object");
+  if (!std::filesystem::exists(c.path_)) return Status::error("convert: " + dir.string() + " has no config.json");
+  Result<nlohmann::json> j = read_json_object(c.path_);
+  if (!j) return j.status();
+  c.j_ = std::move(*j);
   // Multimodal checkpoints nest the language model's settings (text_config); the keys read
   // here are the language model's.
   if (c.j_.contains("text_config") && c.j_["text_config"].is_object()) {

@@ -6,6 +6,7 @@
 // chat template (a string, a list of {name, template} → tokenizer.chat_template[.NAME],
 // or chat_template.jinja beside it).
 #include "convert/hf_vocab.h"
+#include "convert/json_file.h"
 
 #include <fstream>
 #include <iterator>
@@ -21,11 +22,7 @@ using nlohmann::json;
 Result<json> optional_json(const fs::path& dir, const char* name) {
   const fs::path file = dir / name;
   if (!fs::exists(file)) return json::object();
-  std::ifstream in(file, std::ios::binary);
-  json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return Status::error("convert: " + file.string() + " is not a JSON object");
-  return j;
+  return read_json_object(file);
 }
 
 struct SpecialKind {

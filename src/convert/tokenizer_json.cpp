@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "convert/hf_vocab.h"
+#include "convert/json_file.h"
 
 namespace tessera::convert {
 namespace {
@@ -169,10 +170,9 @@ std::vector<float> scores_from_merges(const HfVocab& v) {
 }  // namespace
 
 Result<HfVocab> read_tokenizer_json(const std::filesystem::path& file, int64_t vocab_size) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return bad(file, "cannot be read");
-  json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return bad(file, "is not a JSON object");
+  Result<json> read = read_json_object(file);
+  if (!read) return read.status();
+  const json& j = *read;
   if (!j.contains("model") || !j["model"].is_object()) return bad(file, "has no \"model\" object");
   const json& model = j["model"];
   const std::string type =
