@@ -24,19 +24,7 @@ if [ ! -d "$TESSERA_SHARED/vocab" ]; then
   skip "reference data absent: $TESSERA_SHARED/vocab"
 fi
 
-command -v node >/dev/null 2>&1 || skip "node is not installed"
-command -v npm >/dev/null 2>&1 || skip "npm is not installed"
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$node_major" -ge 18 ] || skip "node $(node --version) is too old (18 or newer needed)"
-
+. "$root/scripts/node_modules.sh"
+ensure_node_modules "$here" "$out/npm-ci-tokenizers.log"
 cd "$here" || exit 2
-# Install only when node_modules is absent or older than the lock file.
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
-  if ! timeout 300 npm ci --no-audit --no-fund > "$out/npm-ci-tokenizers.log" 2>&1; then
-    tail -n 20 "$out/npm-ci-tokenizers.log"
-    rm -rf node_modules  # half installed: try again next time
-    skip "npm ci failed (no registry?); log: $out/npm-ci-tokenizers.log"
-  fi
-  touch node_modules
-fi
 exec timeout 600 node compare.mjs

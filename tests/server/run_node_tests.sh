@@ -30,22 +30,9 @@ mkdir -p "$TESSERA_TEST_OUT"
 model="$TESSERA_SHARED/models/stories260K.gguf"
 [ -f "$model" ] || data_absent "$model"
 
-command -v node >/dev/null 2>&1 || skip "node is not installed"
-command -v npm >/dev/null 2>&1 || skip "npm is not installed"
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$node_major" -ge 18 ] || skip "node $(node --version) is too old (18 or newer needed)"
-
+. "$root/scripts/node_modules.sh"
+ensure_node_modules "$here" "$TESSERA_TEST_OUT/npm-ci.log"
 cd "$here" || exit 2
-# Install only when node_modules is absent or older than the lock file.
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
-  echo "npm ci in $here"
-  if ! timeout 300 npm ci --no-audit --no-fund > "$TESSERA_TEST_OUT/npm-ci.log" 2>&1; then
-    tail -n 20 "$TESSERA_TEST_OUT/npm-ci.log"
-    rm -rf node_modules  # half installed: try again next time
-    skip "npm ci failed (no registry?); log: $TESSERA_TEST_OUT/npm-ci.log"
-  fi
-  touch node_modules
-fi
 
 tests=(webui_logic.test.mjs openai.test.mjs tools.test.mjs)
 if [ -x /usr/bin/chromium ]; then
