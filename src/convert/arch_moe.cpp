@@ -36,13 +36,11 @@ Status olmoe_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
 Status deepseek2_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
   TESSERA_RETURN_IF_ERROR(base_keys(c, arch, w));
   const std::string a = arch + ".";
-  std::map<std::string, int64_t> v;
-  for (const char* k : {"first_k_dense_replace", "vocab_size", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-                        "v_head_dim", "moe_intermediate_size", "n_routed_experts", "n_shared_experts"}) {
-    Result<int64_t> x = c.integer(k);
-    if (!x) return x.status();
-    v[k] = *x;
-  }
+  Result<std::map<std::string, int64_t>> ints =
+      c.integers({"first_k_dense_replace", "vocab_size", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                  "v_head_dim", "moe_intermediate_size", "n_routed_experts", "n_shared_experts"});
+  if (!ints) return ints.status();
+  std::map<std::string, int64_t>& v = *ints;
   w.set(a + "leading_dense_block_count", uint32_t(v["first_k_dense_replace"]));
   w.set(a + "vocab_size", uint32_t(v["vocab_size"]));
   if (c.has("q_lora_rank")) w.set(a + "attention.q_lora_rank", uint32_t(c.integer_or("q_lora_rank", 0)));

@@ -29,13 +29,11 @@ Status command_r_keys(const HfConfig& c, const std::string& arch, gguf::Writer& 
 /// sliding window (0 when absent), and LongRoPE's attention factor.
 Status phi3_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
   const std::string a = arch + ".";
-  std::map<std::string, int64_t> v;
-  for (const char* k : {"num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads",
-                        "max_position_embeddings", "original_max_position_embeddings", "intermediate_size"}) {
-    Result<int64_t> x = c.integer(k);
-    if (!x) return x.status();
-    v[k] = *x;
-  }
+  Result<std::map<std::string, int64_t>> ints =
+      c.integers({"num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads",
+                  "max_position_embeddings", "original_max_position_embeddings", "intermediate_size"});
+  if (!ints) return ints.status();
+  std::map<std::string, int64_t>& v = *ints;
   Result<double> eps = c.number("rms_norm_eps"), theta = c.number("rope_theta");
   if (!eps) return eps.status();
   if (!theta) return theta.status();

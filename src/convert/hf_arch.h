@@ -5,6 +5,8 @@
 #pragma once
 
 #include <filesystem>
+#include <initializer_list>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -25,6 +27,8 @@ class HfConfig {
   bool has(const std::string& key) const { return j_.contains(key) && !j_[key].is_null(); }
   Result<int64_t> integer(const std::string& key) const;
   int64_t integer_or(const std::string& key, int64_t fallback) const;
+  /// Each of `keys`, all required, by name.
+  Result<std::map<std::string, int64_t>> integers(std::initializer_list<const char*> keys) const;
   Result<double> number(const std::string& key) const;
   double number_or(const std::string& key, double fallback) const;
   bool boolean_or(const std::string& key, bool fallback) const;

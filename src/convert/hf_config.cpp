@@ -36,6 +36,16 @@ Result<double> HfConfig::number(const std::string& key) const {
   return j_[key].get<double>();
 }
 
+Result<std::map<std::string, int64_t>> HfConfig::integers(std::initializer_list<const char*> keys) const {
+  std::map<std::string, int64_t> out;
+  for (const char* k : keys) {
+    Result<int64_t> x = integer(k);
+    if (!x) return x.status();
+    out[k] = *x;
+  }
+  return out;
+}
+
 double HfConfig::number_or(const std::string& key, double fallback) const {
   return has(key) && j_[key].is_number() ? j_[key].get<double>() : fallback;
 }
