@@ -8,11 +8,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 
 #include "convert/hf_arch.h"
 #include "convert/hf_vocab.h"
+#include "convert/transforms.h"
 #include "quant/convert.h"
 #include "tessera/convert.h"
 #include "tessera/quantize.h"
@@ -28,22 +28,6 @@ std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "[";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
   return t + "]";
-}
-
-/// LLaMA's rotary permutation of `rows` rows of `cols` values, `heads` heads: in each head,
-/// row 2i + j comes from row j·(head_rows/2) + i.
-void permute_rope(std::vector<float>& v, int64_t rows, int64_t cols, int64_t heads) {
-  const int64_t hr = rows / heads, half = hr / 2;
-  std::vector<float> out(v.size());
-  for (int64_t h = 0; h < heads; ++h) {
-    for (int64_t i = 0; i < half; ++i) {
-      for (int64_t j = 0; j < 2; ++j) {
-        const int64_t to = h * hr + 2 * i + j, from = h * hr + j * half + i;
-        std::memcpy(&out[size_t(to * cols)], &v[size_t(from * cols)], size_t(cols) * sizeof(float));
-      }
-    }
-  }
-  v.swap(out);
 }
 
 /// `s` with trailing 1s dropped (GGUF's ne and PyTorch's shape agree up to them).
@@ -81,12 +65,7 @@ Result<std::vector<float>> gather(const TensorPlan& p, Checkpoint& ck, int* n_di
                            safetensors::dtype_name(t->dtype) + ", which convert cannot read as weights");
     }
   }
-  if (p.transform == convert::Transform::PermuteRope) {
-    const int64_t cols = p.shape[0], rows = int64_t(values.size()) / cols;
-    permute_rope(values, rows, cols, p.heads);
-  } else if (p.transform == convert::Transform::AddOne) {
-    for (float& x : values) x += 1.0f;
-  }
+  TESSERA_RETURN_IF_ERROR(convert::apply_transform(p, values));
   return values;
 }
 
