@@ -28,21 +28,21 @@ function testStrings() {
   return [...strings];
 }
 
-function tesseraIds(gguf, text, tmp) {
-  const file = path.join(tmp, "text.txt");
-  fs.writeFileSync(file, text);
-  const out = execFileSync(cli, ["tokenize", "-m", gguf, "-f", file, "--ids", "--parse-special"], {
-    stdio: ["ignore", "pipe", "ignore"],
+// Every string's ids from one `tessera tokenize --jsonl` run (the vocabulary loads once),
+// and the pre-tokenizer it used (from the summary line).
+function tesseraIds(gguf, texts, tmp) {
+  const file = path.join(tmp, "texts.jsonl");
+  fs.writeFileSync(file, texts.map((t) => JSON.stringify(t)).join("\n") + "\n");
+  const r = spawnSync(cli, ["tokenize", "-m", gguf, "-f", file, "--jsonl", "--parse-special"], {
+    encoding: "utf8", maxBuffer: 64 << 20,
   });
-  return out.toString().trim().split(/\s+/).filter((x) => x !== "").map(Number);
+  if (r.status !== 0) throw new Error(`tessera tokenize failed: ${r.stderr}`);
+  const ids = r.stdout.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
+  if (ids.length !== texts.length) throw new Error(`${ids.length} lines of ids for ${texts.length} texts`);
+  const m = /pre-tokenizer '([^']+)'/.exec(r.stderr);
+  return { ids, pre: m ? m[1] : "" };
 }
 
-// The pre-tokenizer tessera uses for `gguf` (from tokenize's summary line).
-function tesseraPre(gguf) {
-  const r = spawnSync(cli, ["tokenize", "-m", gguf, "-p", "x", "--ids"], { encoding: "utf8" });
-  const m = /pre-tokenizer '([^']+)'/.exec(r.stderr);
-  return m ? m[1] : "";
-}
 const ignoresMerges = new Set(["llama3", "tekken"]); // llama.cpp's (src/tokenizer/pretokenizers.cpp)
 
 const strings = testStrings();
@@ -58,14 +58,14 @@ for (const name of packages) {
   const tokenizer = fromPreTrained();
   const config = JSON.parse(fs.readFileSync(path.join(pkg, "models/tokenizer_config.json"), "utf8"));
   const model = JSON.parse(fs.readFileSync(path.join(pkg, "models/tokenizer.json"), "utf8")).model;
-  const pre = tesseraPre(gguf);
+  const { ids: all, pre } = tesseraIds(gguf, strings, tmp);
   const mergesRule = model.ignore_merges === true && !ignoresMerges.has(pre);
   const bos = tokenizer.bos_token_id;
   let portBos = 0;
   const mismatches = [];
-  for (const s of strings) {
+  for (const [i, s] of strings.entries()) {
     const want = Array.from(tokenizer.encode(s, { add_special_tokens: true }));
-    let have = tesseraIds(gguf, s, tmp);
+    let have = all[i];
     if (config.add_bos_token === true && have[0] === bos && want[0] !== bos) {
       ++portBos;
       have = have.slice(1);

@@ -53,6 +53,24 @@ TEST(TokenizeCommand, TextFromAFile) {
   EXPECT_EQ(from_file.out, inline_text.out);
 }
 
+// --jsonl: one JSON string a line in, one array of ids a line out, each the ids the text
+// gets alone; a line that is not a JSON string is refused by its number.
+TEST(TokenizeCommand, JsonLinesAreTokenizedOneByOne) {
+  TESSERA_REQUIRE_SHARED(path, "vocab/ggml-vocab-gpt-2.gguf");
+  const std::string file = test::write_temp_file("texts.jsonl", "\"Hello world\"\n\n\"it's\\nfine\"\n\"\"\n");
+  const CliRun r = run_cli("-m " + path + " -f " + file + " --jsonl");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const CliRun second = run_cli("-m " + path + " -p \"$(printf \"it's\\nfine\")\" --ids");
+  std::string ids = second.out.substr(0, second.out.size() - 1);
+  for (char& c : ids) c = c == ' ' ? ',' : c;
+  EXPECT_EQ(r.out, "[15496,995]\n[" + ids + "]\n[]\n");
+  EXPECT_NE(r.err.find("3 texts"), std::string::npos) << r.err;
+  const std::string bad = test::write_temp_file("bad.jsonl", "\"ok\"\n[1]\n");
+  const CliRun refused = run_cli("-m " + path + " -f " + bad + " --jsonl");
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.err.find("line 2"), std::string::npos) << refused.err;
+}
+
 TEST(TokenizeCommand, Errors) {
   TESSERA_REQUIRE_SHARED(path, "vocab/ggml-vocab-gpt-2.gguf");
   EXPECT_NE(run_cli("-m " + path).status, 0);                       // no text

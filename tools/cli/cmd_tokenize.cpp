@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "commands.h"
@@ -21,6 +22,7 @@ struct TokenizeOptions {
   bool parse_special = false;
   bool ids_only = false;
   bool pieces = false;
+  bool jsonl = false;
 };
 
 /// Length of the well-formed UTF-8 sequence at s[i], or 0 when there is none.
@@ -89,6 +91,36 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
   return Tokenizer::from_gguf(**file);
 }
 
+/// --jsonl: every line of `text` is a JSON string; one JSON array of its ids is printed per
+/// line. Many texts share one load of the vocabulary (a 256k-token one takes a while to
+/// load), and texts with newlines pass intact.
+/// What the summary line names: the tokenizer model and its pre-tokenizer.
+std::string kind_of(const Tokenizer& t) {
+  std::string kind(t.model_name());
+  if (!t.pre_tokenizer().empty()) kind += ", pre-tokenizer '" + std::string(t.pre_tokenizer()) + "'";
+  return kind;
+}
+
+int tokenize_lines(const Tokenizer& t, const std::string& text, const TokenizeOptions& o) {
+  std::istringstream lines(text);
+  std::string line;
+  size_t texts = 0, tokens = 0;
+  for (size_t number = 1; std::getline(lines, line); ++number) {
+    if (line.empty() || line == "\r") continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_string()) {
+      return fail("tokenize: line " + std::to_string(number) + " of the input is not a JSON string");
+    }
+    const std::vector<TokenId> ids = t.encode(j.get<std::string>(), !o.no_bos, o.parse_special);
+    std::printf("%s\n", nlohmann::json(ids).dump().c_str());
+    ++texts;
+    tokens += ids.size();
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "tessera: %zu texts -> %zu tokens (%s)\n", texts, tokens, kind_of(t).c_str());
+  return 0;
+}
+
 int run_tokenize(const TokenizeOptions& o) {
   std::string text = o.prompt;
   if (!o.file.empty()) {
@@ -101,6 +133,7 @@ int run_tokenize(const TokenizeOptions& o) {
   Result<std::unique_ptr<Tokenizer>> tok = load_tokenizer(o.model);
   if (!tok) return fail(tok.status().message());
   const Tokenizer& t = **tok;
+  if (o.jsonl) return tokenize_lines(t, text, o);
 
   const std::vector<TokenId> ids = t.encode(text, /*add_special=*/!o.no_bos, o.parse_special);
   if (o.ids_only) {
@@ -115,11 +148,8 @@ int run_tokenize(const TokenizeOptions& o) {
     std::printf("\n");
   }
   std::fflush(stdout);
-  std::string kind(t.model_name());
-  if (!t.pre_tokenizer().empty())
-    kind += ", pre-tokenizer '" + std::string(t.pre_tokenizer()) + "'";
   std::fprintf(stderr, "tessera: %zu bytes -> %zu tokens (%s)\n", text.size(), ids.size(),
-               kind.c_str());
+               kind_of(t).c_str());
   return 0;
 }
 
@@ -143,6 +173,9 @@ Command add_tokenize(CLI::App& app) {
       cmd->add_flag("--ids", o->ids_only, "print only the ids, space-separated, on one line");
   auto* pieces = cmd->add_flag("--pieces", o->pieces, "print one token per line: id 'piece'");
   ids->excludes(pieces);
+  cmd->add_flag("--jsonl", o->jsonl,
+                "the text is one JSON string per line; print one JSON array of ids per line")
+      ->excludes(pieces);
   cmd->callback([cmd] {
     if (cmd->count("--prompt") + cmd->count("--file") == 0) {
       throw CLI::RequiredError("-p,--prompt or -f,--file");
