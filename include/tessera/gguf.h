@@ -237,9 +237,21 @@ class Writer {
   void add_tensor_ref(std::string name, DType type, std::array<int64_t, 4> ne, int n_dims,
                       const void* data, size_t nbytes);
 
-  /// Writes the file; errors name the path and the OS error. A partial file is removed.
+  /// Where a streamed tensor's bytes go, in order; false: the write failed (stop).
+  using ByteSink = std::function<bool(const uint8_t* data, size_t n)>;
+  /// Produces a streamed tensor's bytes, exactly its nbytes in order, into the sink.
+  using Producer = std::function<Status(const ByteSink& out)>;
+  /// Same as add_tensor, but the bytes are produced while the file is written, one tensor
+  /// at a time: what a converter of a checkpoint larger than memory needs. A producer's
+  /// error stops the write, which returns it (and leaves no file); a producer that gives
+  /// other than nbytes is a caller bug (checked).
+  void add_tensor_stream(std::string name, DType type, std::array<int64_t, 4> ne, int n_dims, size_t nbytes,
+                         Producer produce);
+
+  /// Writes the file; errors name the path and the OS error, or are a producer's. A partial
+  /// file is removed.
   Status write(const std::string& path) const;
-  /// The whole file image.
+  /// The whole file image (streamed tensors included; a producer's error is a caller bug).
   std::vector<uint8_t> to_bytes() const;
 
  private:
@@ -251,12 +263,13 @@ class Writer {
     size_t nbytes;
     const uint8_t* ref;           // referenced data, or nullptr when `owned` holds a copy
     std::vector<uint8_t> owned;
+    Producer produce;             // streamed: the bytes come from here
     const uint8_t* bytes() const { return ref ? ref : owned.data(); }
   };
-  using Sink = std::function<bool(const uint8_t* data, size_t n)>;
   void add(Tensor t);
-  /// Feeds the whole file to `sink`; stops and returns false as soon as the sink fails.
-  bool emit(const Sink& sink) const;
+  /// Feeds the whole file to `sink`; stops and returns false as soon as the sink or a
+  /// producer fails (then *produced holds the producer's error).
+  bool emit(const ByteSink& sink, Status* produced) const;
   /// Appends the encoding of `v` without its leading type id.
   static void encode_payload(std::vector<uint8_t>& out, const Value& v);
 

@@ -52,6 +52,10 @@ class File {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   /// Null when absent.
   const TensorInfo* find(const std::string& name) const;
+  /// Gives back the memory of `t`'s mapped pages once it has been read (a file read by
+  /// open(); nothing for from_bytes): a converter streaming a checkpoint larger than memory
+  /// calls it after each tensor. `t` can still be read afterwards (from the file again).
+  void drop_pages(const TensorInfo& t) const;
   /// The header's "__metadata__" (e.g. {"format": "pt"}); empty when absent.
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 

@@ -12,8 +12,7 @@
 
 #include "convert/hf_arch.h"
 #include "convert/hf_vocab.h"
-#include "convert/transforms.h"
-#include "quant/convert.h"
+#include "convert/tensor_stream.h"
 #include "tessera/convert.h"
 #include "tessera/quantize.h"
 
@@ -24,51 +23,6 @@ namespace fs = std::filesystem;
 using convert::Checkpoint;
 using convert::TensorPlan;
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
-
-/// `s` with trailing 1s dropped (GGUF's ne and PyTorch's shape agree up to them).
-std::vector<int64_t> trimmed(std::vector<int64_t> s) {
-  while (s.size() > 1 && s.back() == 1) s.pop_back();
-  return s;
-}
-
-/// The plan's values as floats: its sources, checked against the plan's shape, stacked.
-/// `n_dims`: the dimensions of the checkpoint's tensor (one more when stacked), which
-/// decide, as in the reference, what stays F32 and the n_dims written.
-Result<std::vector<float>> gather(const TensorPlan& p, Checkpoint& ck, int* n_dims) {
-  *n_dims = int(p.shape.size());
-  if (!p.generated.empty()) return p.generated;
-  // Each source is one slice of the outermost GGUF dimension when the plan stacks them.
-  std::vector<int64_t> slice = p.shape;
-  if (p.name.ends_with("_exps.weight")) slice.pop_back();
-  std::vector<float> values;
-  for (const std::string& name : p.sources) {
-    const safetensors::TensorInfo* t = ck.take(name);
-    if (t == nullptr) {
-      return Status::error("convert: tensor '" + name + "' (for " + p.name + ") is missing from the checkpoint");
-    }
-    const std::vector<int64_t> ne(t->shape.rbegin(), t->shape.rend());  // innermost first
-    *n_dims = int(t->shape.size()) + (p.name.ends_with("_exps.weight") ? 1 : 0);
-    if (trimmed(ne) != trimmed(slice)) {
-      return Status::error("convert: tensor '" + name + "' (" + ck.file_of(name) + ") has shape " +
-                           shape_text(t->shape) + ", but config.json makes " + p.name + " " +
-                           shape_text(std::vector<int64_t>(slice.rbegin(), slice.rend())));
-    }
-    const size_t at = values.size();
-    values.resize(at + size_t(t->n_elements()));
-    if (Status s = safetensors::to_float(*t, std::span(values).subspan(at)); !s) {
-      return Status::error("convert: tensor '" + name + "' (" + ck.file_of(name) + ") is " +
-                           safetensors::dtype_name(t->dtype) + ", which convert cannot read as weights");
-    }
-  }
-  TESSERA_RETURN_IF_ERROR(convert::apply_transform(p, values));
-  return values;
-}
-
 Result<DType> float_type(const std::string& type) {
   if (type == "f32") return DType::F32;
   if (type == "f16") return DType::F16;
@@ -76,36 +30,33 @@ Result<DType> float_type(const std::string& type) {
   return Status::error("not a float type");
 }
 
-/// The GGUF of the checkpoint's weights at `type` (f32/f16/bf16), written to `path`.
+/// The GGUF of the checkpoint's weights at `type` (f32/f16/bf16), written to `path`. Every
+/// tensor is found and checked first (nothing is written for a checkpoint that cannot
+/// convert); the bytes are produced as the file is written, one block at a time.
 Status write_weights(const ConvertParams& p, const convert::HfConfig& c, const convert::HfArch& arch, DType type,
                      gguf::Writer& w, const std::string& path, ConvertReport& report) {
   Result<std::unique_ptr<Checkpoint>> ck = Checkpoint::open(p.input_dir);
   if (!ck) return ck.status();
   Result<std::vector<TensorPlan>> plan = convert::plan_tensors(arch, c, **ck, w);
   if (!plan) return plan.status();
-  std::vector<std::vector<uint8_t>> storage;  // the converted tensors, alive until write()
-  storage.reserve(plan->size());
-  for (size_t i = 0; i < plan->size(); ++i) {
-    const TensorPlan& tp = (*plan)[i];
-    if (p.progress) p.progress({i, plan->size(), tp.name});
-    int n_dims = 0;
-    Result<std::vector<float>> v = gather(tp, **ck, &n_dims);
-    if (!v) return v.status();
-    // As the reference's prepare_tensors: 1-D tensors and every *_norm.weight stay F32.
-    const DType t = tp.keep_f32 || n_dims <= 1 || tp.name.ends_with("_norm.weight") ? DType::F32 : type;
-    std::array<int64_t, 4> ne = {1, 1, 1, 1};
-    for (size_t d = 0; d < tp.shape.size(); ++d) ne[d] = tp.shape[d];
-    std::vector<uint8_t>& bytes = storage.emplace_back(dtype_row_size(t, ne[0]) * size_t(v->size() / size_t(ne[0])));
-    quant::from_float_fn(t)(v->data(), bytes.data(), int64_t(v->size()));
-    w.add_tensor_ref(tp.name, t, ne, std::max(1, n_dims), bytes.data(), bytes.size());
+  const size_t n = plan->size();
+  for (size_t i = 0; i < n; ++i) {
+    Result<convert::TensorJob> job = convert::prepare_tensor((*plan)[i], **ck, type);
+    if (!job) return job.status();
+    w.add_tensor_stream((*plan)[i].name, job->type, job->ne, job->n_dims, job->nbytes,
+                        [&p, &ck, i, n, job = *job](const gguf::Writer::ByteSink& out) {
+                          if (p.progress) p.progress({i, n, job.plan->name});
+                          return convert::produce_tensor(job, **ck, out);
+                        });
   }
   if (const std::vector<std::string> left = (*ck)->left_over(); !left.empty()) {
     return Status::error("convert: tensor '" + left.front() + "' (" + (*ck)->file_of(left.front()) + ") has no place in a " +
                          arch.arch + " GGUF" + (left.size() > 1 ? " (nor " + std::to_string(left.size() - 1) + " more)" : ""));
   }
-  report.n_tensors = plan->size();
-  if (p.progress) p.progress({plan->size(), plan->size(), ""});
-  return w.write(path);
+  report.n_tensors = n;
+  TESSERA_RETURN_IF_ERROR(w.write(path));
+  if (p.progress) p.progress({n, n, ""});
+  return Status::ok();
 }
 
 uint32_t file_type_of(DType t) { return t == DType::F32 ? 0 : t == DType::F16 ? 1 : 32; }

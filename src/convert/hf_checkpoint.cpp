@@ -70,6 +70,11 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const fs::path& dir) {
   return c;
 }
 
+void Checkpoint::release(const std::string& name) const {
+  const auto at = where_.find(name);
+  if (at != where_.end()) files_[file_index_.at(name)]->drop_pages(*at->second);
+}
+
 const safetensors::TensorInfo* Checkpoint::take(const std::string& name) {
   const auto it = where_.find(name);
   if (it == where_.end()) return nullptr;

@@ -24,6 +24,9 @@ class Checkpoint {
 
   /// The tensor `name`, marked as used; null when absent.
   const safetensors::TensorInfo* take(const std::string& name);
+  /// Gives back the memory of the mapped pages of `name`, once read
+  /// (safetensors::File::drop_pages).
+  void release(const std::string& name) const;
   /// Whether the checkpoint has `name` (without taking it).
   bool has(const std::string& name) const { return where_.count(name) != 0; }
   /// Every tensor name, sorted.

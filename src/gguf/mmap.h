@@ -24,7 +24,6 @@ class MappedFile {
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
-
  private:
   MappedFile(const uint8_t* data, size_t size) : data_(data), size_(size) {}
   void reset();
@@ -32,5 +31,12 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
+
+/// Gives back the resident pages wholly inside [p, p + n) of a read-only file mapping (a
+/// part read and no longer needed; a page shared with a neighbour stays): they stop
+/// counting in the process's memory, and a later read maps them from the file again. For
+/// a reader that streams a file larger than memory. Never for anonymous memory, whose
+/// contents it would discard.
+void drop_mapped_pages(const uint8_t* p, size_t n);
 
 }  // namespace tessera::gguf

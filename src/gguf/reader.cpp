@@ -457,12 +457,7 @@ Result<std::unique_ptr<File>> File::from_bytes(std::vector<uint8_t> bytes, std::
 
 void File::release_pages(size_t offset, size_t size) const {
   if (!mapped_ || offset >= size_) return;
-  size = std::min(size, size_ - offset);
-  // Only whole pages inside the range: a page shared with a neighbouring tensor stays.
-  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (uintptr_t(base_ + offset) + page - 1) / page * page;
-  const uintptr_t end = uintptr_t(base_ + offset + size) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  drop_mapped_pages(base_ + offset, std::min(size, size_ - offset));
 }
 
 const Value* File::find(std::string_view key) const {

@@ -109,15 +109,21 @@ void Writer::add(Tensor t) {
 void Writer::add_tensor(std::string name, DType type, std::array<int64_t, 4> ne, int n_dims, const void* data,
                         size_t nbytes) {
   const auto* b = static_cast<const uint8_t*>(data);
-  add(Tensor{std::move(name), type, ne, n_dims, nbytes, nullptr, std::vector<uint8_t>(b, b + nbytes)});
+  add(Tensor{std::move(name), type, ne, n_dims, nbytes, nullptr, std::vector<uint8_t>(b, b + nbytes), {}});
 }
 
 void Writer::add_tensor_ref(std::string name, DType type, std::array<int64_t, 4> ne, int n_dims,
                             const void* data, size_t nbytes) {
-  add(Tensor{std::move(name), type, ne, n_dims, nbytes, static_cast<const uint8_t*>(data), {}});
+  add(Tensor{std::move(name), type, ne, n_dims, nbytes, static_cast<const uint8_t*>(data), {}, {}});
 }
 
-bool Writer::emit(const Sink& sink) const {
+void Writer::add_tensor_stream(std::string name, DType type, std::array<int64_t, 4> ne, int n_dims, size_t nbytes,
+                               Producer produce) {
+  TESSERA_CHECK_MSG(produce != nullptr, "a streamed tensor needs a producer");
+  add(Tensor{std::move(name), type, ne, n_dims, nbytes, nullptr, {}, std::move(produce)});
+}
+
+bool Writer::emit(const ByteSink& sink, Status* produced) const {
   std::vector<uint8_t> head;
   put_bytes(head, "GGUF", 4);
   put<uint32_t>(head, kVersion);
@@ -146,18 +152,40 @@ bool Writer::emit(const Sink& sink) const {
   uint64_t pos = 0;
   for (size_t i = 0; i < tensors_.size(); ++i) {
     if (offsets[i] > pos && !sink(zeros.data(), size_t(offsets[i] - pos))) return false;
-    if (!sink(tensors_[i].bytes(), tensors_[i].nbytes)) return false;
-    pos = offsets[i] + tensors_[i].nbytes;
+    const Tensor& t = tensors_[i];
+    if (t.produce) {
+      size_t given = 0;
+      bool sink_ok = true;
+      Status s = t.produce([&](const uint8_t* p, size_t n) {
+        TESSERA_CHECK_MSG(given + n <= t.nbytes, "a producer gave more than its tensor's bytes");
+        given += n;
+        sink_ok = sink_ok && sink(p, n);
+        return sink_ok;
+      });
+      if (!sink_ok) return false;
+      if (!s) {
+        *produced = std::move(s);
+        return false;
+      }
+      TESSERA_CHECK_MSG(given == t.nbytes, "a producer gave fewer than its tensor's bytes");
+    } else if (!sink(t.bytes(), t.nbytes)) {
+      return false;
+    }
+    pos = offsets[i] + t.nbytes;
   }
   return true;
 }
 
 std::vector<uint8_t> Writer::to_bytes() const {
   std::vector<uint8_t> out;
-  emit([&](const uint8_t* p, size_t n) {
-    out.insert(out.end(), p, p + n);
-    return true;
-  });
+  Status produced = Status::ok();
+  const bool ok = emit(
+      [&](const uint8_t* p, size_t n) {
+        out.insert(out.end(), p, p + n);
+        return true;
+      },
+      &produced);
+  TESSERA_CHECK_MSG(ok, "a streamed tensor's producer failed in to_bytes");
   return out;
 }
 
@@ -165,14 +193,18 @@ Status Writer::write(const std::string& path) const {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return Status::error("gguf: " + path + ": cannot create file: " + std::strerror(errno));
   int err = 0;
-  const bool ok = emit([&](const uint8_t* p, size_t n) {
-    if (std::fwrite(p, 1, n, f) == n) return true;
-    err = errno;
-    return false;
-  });
+  Status produced = Status::ok();
+  const bool ok = emit(
+      [&](const uint8_t* p, size_t n) {
+        if (std::fwrite(p, 1, n, f) == n) return true;
+        err = errno;
+        return false;
+      },
+      &produced);
   if (std::fclose(f) != 0 && ok) err = errno;
   if (!ok || err != 0) {
     std::remove(path.c_str());
+    if (!produced) return produced;
     return Status::error("gguf: " + path + ": write failed: " + std::strerror(err ? err : EIO));
   }
   return Status::ok();

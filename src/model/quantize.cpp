@@ -91,14 +91,15 @@ Status check_paths(const std::string& in, const std::string& out) {
   return Status::ok();
 }
 
-/// One quantization run: the input, its plan, the writer and the outputs it references.
+/// One quantization run: the input, its plan and the writer. Each tensor's bytes are
+/// produced as the file is written (converted, or the input's own), one tensor at a time,
+/// and the input's pages given back after it: the output is never held whole.
 struct Job {
   const gguf::File& file;
   const QuantRecipe& recipe;
   const QuantizeParams& params;
   std::vector<TensorPlan> plans;
   gguf::Writer writer;
-  std::vector<std::vector<uint8_t>> outputs;  // converted tensors, alive until write()
   QuantizeReport report;
   uint64_t in_bytes_total = 0;
 
@@ -108,26 +109,34 @@ struct Job {
     writer.set("general.quantization_version", kQuantizationVersion);
   }
 
-  Status add_tensor(size_t i, int n_threads) {
+  void add_tensor(size_t i, int n_threads) {
     const gguf::TensorInfo& t = file.tensors()[i];
     const DType to = plans[i].type;
-    if (to == t.type) {
-      writer.add_tensor_ref(t.name, t.type, t.ne, t.n_dims, t.data, t.nbytes);
-      report.out_tensor_bytes += t.nbytes;
-      return Status::ok();
-    }
     const size_t nbytes = dtype_row_size(to, t.ne[0]) * size_t(t.n_elements() / t.ne[0]);
-    try {
-      outputs.emplace_back(nbytes);
-    } catch (const std::bad_alloc&) {
-      return Status::error("quantize: tensor '" + t.name + "': out of memory for " +
-                           std::to_string(nbytes >> 20) + " MiB of output");
-    }
-    convert_tensor(t, to, outputs.back().data(), n_threads);
-    writer.add_tensor_ref(t.name, to, t.ne, t.n_dims, outputs.back().data(), nbytes);
-    report.out_tensor_bytes += nbytes;
-    ++report.n_converted;
-    return Status::ok();
+    writer.add_tensor_stream(t.name, to, t.ne, t.n_dims, nbytes, [this, i, n_threads, &t, to, nbytes](const auto& out) {
+      bool ok = true;
+      if (to == t.type) {
+        ok = out(t.data, t.nbytes);
+      } else {
+        std::vector<uint8_t> bytes;
+        try {
+          bytes.resize(nbytes);
+        } catch (const std::bad_alloc&) {
+          return Status::error("quantize: tensor '" + t.name + "': out of memory for " +
+                               std::to_string(nbytes >> 20) + " MiB of output");
+        }
+        convert_tensor(t, to, bytes.data(), n_threads);
+        ok = out(bytes.data(), bytes.size());
+        ++report.n_converted;
+      }
+      file.release_pages(size_t(t.data - file.file_data()), t.nbytes);
+      report.out_tensor_bytes += nbytes;
+      report.in_tensor_bytes += t.nbytes;
+      report.n_elements += uint64_t(t.n_elements());
+      notify(i);
+      // The writer reports a failed sink with the file and the OS error: this only stops.
+      return ok ? Status::ok() : Status::error("quantize: the output could not be written");
+    });
   }
 
   void notify(size_t i) {
@@ -181,14 +190,8 @@ Result<QuantizeReport> run_job(Job& job, const std::string& out) {
                             ? job.params.n_threads
                             : int(std::max(1u, std::thread::hardware_concurrency()));
   job.copy_metadata();
-  job.outputs.reserve(job.file.tensors().size());
   for (const gguf::TensorInfo& t : job.file.tensors()) job.in_bytes_total += t.nbytes;
-  for (size_t i = 0; i < job.file.tensors().size(); ++i) {
-    TESSERA_RETURN_IF_ERROR(job.add_tensor(i, n_threads));
-    job.report.in_tensor_bytes += job.file.tensors()[i].nbytes;
-    job.report.n_elements += uint64_t(job.file.tensors()[i].n_elements());
-    job.notify(i);
-  }
+  for (size_t i = 0; i < job.file.tensors().size(); ++i) job.add_tensor(i, n_threads);
   TESSERA_RETURN_IF_ERROR(job.writer.write(out));
   QuantizeReport& r = job.report;
   r.recipe = std::string(file_type_name(job.recipe.file_type));
@@ -225,7 +228,7 @@ Result<QuantizeReport> quantize_model(const std::string& in, const std::string& 
   Result<std::unique_ptr<gguf::File>> file = gguf::File::open(in);
   if (!file) return file.status();
   TESSERA_RETURN_IF_ERROR(check_paths(in, out));
-  Job job{**file, *recipe, params, plan_for(**file, *recipe, params.pure), {}, {}, {}, 0};
+  Job job{**file, *recipe, params, plan_for(**file, *recipe, params.pure), {}, {}, 0};
   TESSERA_RETURN_IF_ERROR(check_input(job.file, job.plans, params.allow_requantize));
   return run_job(job, out);
 }

@@ -209,6 +209,10 @@ Result<std::unique_ptr<File>> File::parse(std::unique_ptr<Storage> storage, cons
   return file;
 }
 
+void File::drop_pages(const TensorInfo& t) const {
+  if (storage_->bytes.empty()) gguf::drop_mapped_pages(t.data, size_t(t.nbytes));
+}
+
 const TensorInfo* File::find(const std::string& name) const {
   const auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];
