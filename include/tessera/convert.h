@@ -55,4 +55,32 @@ Result<ConvertReport> convert_checkpoint(const ConvertParams& p);
 /// maps, each with the tessera architecture it becomes, in a stable order.
 std::vector<std::pair<std::string, std::string>> convertible_architectures();
 
+/// `tessera convert --lora DIR --base BASE.gguf -o OUT.gguf`: a PEFT LoRA adapter folder
+/// (adapter_config.json, adapter_model.safetensors with base_model.model.<module>.lora_A
+/// .weight [r, in] and .lora_B.weight [out, r]) to a GGUF adapter for the GGUF model BASE,
+/// in the format --lora loads and `tessera finetune` writes (general.type "adapter",
+/// adapter.type "lora", adapter.lora.alpha; <base tensor>.lora_a / .lora_b).
+struct LoraConvertParams {
+  std::string adapter_dir;
+  std::string base_path;  // the GGUF model the adapter was trained on
+  std::string output_path;
+  std::string type = "f32";  // of the written tensors: f32, f16 or bf16
+};
+
+struct LoraConvertReport {
+  std::string arch;       // the base's general.architecture
+  size_t n_weights = 0;   // base weights the adapter updates (one lora_a/lora_b pair each)
+  int64_t r = 0;          // adapter_config.json's r
+  float alpha = 0;        // adapter.lora.alpha written (rsLoRA's folded in: see peft_lora.cpp)
+  uint64_t out_bytes = 0;
+};
+
+/// Converts p.adapter_dir for p.base_path. Each module maps to the base's tensor by the
+/// weight converter's own names and transforms (LLaMA's q/k row permutation applies to
+/// lora_B's rows). Errors name the file, the key or the tensor: a missing
+/// adapter_config.json or adapter_model.safetensors, a base whose architecture convert
+/// does not map, a module with no place in the base, a shape that disagrees with the base
+/// tensor, fan_in_fan_out, DoRA, a lora_A without its lora_B. No partial output is left.
+Result<LoraConvertReport> convert_peft_lora(const LoraConvertParams& p);
+
 }  // namespace tessera
