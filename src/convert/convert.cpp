@@ -43,8 +43,7 @@ Result<std::vector<float>> gather(const TensorPlan& p, Checkpoint& ck, int* n_di
   *n_dims = int(p.shape.size());
   if (!p.generated.empty()) return p.generated;
   // Each source is one slice of the outermost GGUF dimension when the plan stacks them.
-  std::vector<int64_t> slice = p.shape;
-  if (p.name.ends_with("_exps.weight")) slice.pop_back();
+  const std::vector<int64_t> slice = convert::source_ne(p);
   std::vector<float> values;
   for (const std::string& name : p.sources) {
     const safetensors::TensorInfo* t = ck.take(name);
