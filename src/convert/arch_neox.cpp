@@ -145,7 +145,13 @@ constexpr NameMap kBloomGlobals[] = {
   {"h.{}.mlp.dense_4h_to_h.bias", "blk.{}.ffn_down.bias"}
 
 constexpr NameMap kBloomLayers[] = {TESSERA_BLOOM_LAYER(Transform::QkvPerHead)};
-constexpr NameMap kFalconLayers[] = {TESSERA_BLOOM_LAYER(Transform::QkvGroups)};
+/// Falcon-40B's blocks (new_decoder_architecture) add ln_attn, the attention's own norm,
+/// and call the other one ln_mlp.
+constexpr NameMap kFalconLayers[] = {TESSERA_BLOOM_LAYER(Transform::QkvGroups),
+                                     {"h.{}.ln_attn.weight", "blk.{}.attn_norm_2.weight"},
+                                     {"h.{}.ln_attn.bias", "blk.{}.attn_norm_2.bias"},
+                                     {"h.{}.ln_mlp.weight", "blk.{}.attn_norm.weight"},
+                                     {"h.{}.ln_mlp.bias", "blk.{}.attn_norm.bias"}};
 #undef TESSERA_BLOOM_LAYER
 
 /// Persimmon's names after "model.".

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -85,6 +86,26 @@ void write_with_ffn(const gguf::File& model, int64_t n_ff, const std::string& pa
       }
     }
     w.add_tensor(t.name, t.type, ne, t.n_dims, bytes.data(), bytes.size());
+  }
+  ASSERT_TRUE(w.write(path).is_ok()) << path;
+}
+
+void write_with_second_norm(const gguf::File& model, const std::string& path) {
+  gguf::Writer w;
+  w.set_alignment(model.alignment());
+  for (const auto& [key, value] : model.metadata()) w.set(key, value);
+  std::vector<std::vector<float>> reversed;
+  reversed.reserve(model.tensors().size());
+  for (const gguf::TensorInfo& t : model.tensors()) {
+    w.add_tensor(t.name, t.type, t.ne, t.n_dims, t.data, t.nbytes);
+    const size_t at = t.name.find(".attn_norm.");
+    if (at == std::string::npos) continue;
+    ASSERT_EQ(t.type, DType::F32) << t.name;
+    std::vector<float>& v = reversed.emplace_back(size_t(t.ne[0]));
+    std::memcpy(v.data(), t.data, t.nbytes);
+    std::reverse(v.begin(), v.end());
+    w.add_tensor(t.name.substr(0, at) + ".attn_norm_2." + t.name.substr(at + 11), t.type, t.ne, t.n_dims, v.data(),
+                 t.nbytes);
   }
   ASSERT_TRUE(w.write(path).is_ok()) << path;
 }

@@ -30,4 +30,9 @@ std::vector<uint8_t> transposed(const gguf::TensorInfo& t);
 /// express (BLOOM's is always 4·n_embd, Refact's computed from n_embd).
 void write_with_ffn(const gguf::File& model, int64_t n_ff, const std::string& path);
 
+/// `model` (a Falcon-7B-style file) with the second norm of Falcon-40B's blocks added
+/// (blk.N.attn_norm_2: attn_norm's values in reverse order, so that the two differ), written
+/// to `path`.
+void write_with_second_norm(const gguf::File& model, const std::string& path);
+
 }  // namespace tessera::test

@@ -121,6 +121,12 @@ const Modules& modules_of(HfStyle style) {
                                 {{"attn_norm", "input_layernorm"}, {"attn_qkv", "self_attention.query_key_value"},
                                  {"attn_output", "self_attention.dense"}, {"ffn_norm", "post_attention_layernorm"},
                                  {"ffn_up", "mlp.dense_h_to_4h"}, {"ffn_down", "mlp.dense_4h_to_h"}}};
+  // Falcon-40B (new_decoder_architecture): the attention's norm is ln_attn, the FFN's ln_mlp.
+  static const Modules falcon40b = {bloom.globals, bloom.block,
+                                    {{"attn_norm", "ln_mlp"}, {"attn_norm_2", "ln_attn"},
+                                     {"attn_qkv", "self_attention.query_key_value"},
+                                     {"attn_output", "self_attention.dense"}, {"ffn_up", "mlp.dense_h_to_4h"},
+                                     {"ffn_down", "mlp.dense_4h_to_h"}}};
   static const Modules persimmon = {{{"token_embd", "model.embed_tokens"}, {"output_norm", "model.final_layernorm"},
                                      {"output", "lm_head"}},
                                     "model.layers.",
@@ -142,6 +148,7 @@ const Modules& modules_of(HfStyle style) {
     case HfStyle::GptNeox: return neox;
     case HfStyle::Bloom:
     case HfStyle::Falcon: return bloom;  // Falcon-7B's names are BLOOM's (it has no embedding norm)
+    case HfStyle::Falcon40b: return falcon40b;
     case HfStyle::Persimmon: return persimmon;
     default: return nomic;
   }
@@ -184,9 +191,11 @@ json own_config(const gguf::File& f, HfStyle style, const std::string& a) {
       return {{"n_layer", n_layer}, {"hidden_size", n_embd}, {"n_head", n_head}, {"seq_length", ctx},
               {"layer_norm_epsilon", eps}};
     case HfStyle::Falcon:
+    case HfStyle::Falcon40b:
       return {{"num_hidden_layers", n_layer}, {"hidden_size", n_embd}, {"num_attention_heads", n_head},
               {"num_kv_heads", n_kv}, {"ffn_hidden_size", n_ff}, {"layer_norm_epsilon", eps},
-              {"new_decoder_architecture", false}, {"multi_query", n_kv == 1}, {"parallel_attn", true}, {"bias", false}};
+              {"new_decoder_architecture", style == HfStyle::Falcon40b}, {"multi_query", n_kv == 1},
+              {"parallel_attn", true}, {"bias", false}};
     case HfStyle::Persimmon:
       return {{"num_hidden_layers", n_layer}, {"hidden_size", n_embd}, {"num_attention_heads", n_head},
               {"intermediate_size", n_ff}, {"max_position_embeddings", ctx}, {"layer_norm_eps", eps},

@@ -14,7 +14,7 @@ namespace tessera::test {
 /// How the HF side of an architecture differs from LLaMA's.
 enum class HfStyle {
   Llama, Mixtral, Moe, Gemma, Gemma2, Olmo2, Starcoder2, Phi3, Deepseek2, Bert,
-  Gpt2, Starcoder, Refact, Mpt, GptNeox, Bloom, Falcon, Persimmon, Baichuan, NomicBert,
+  Gpt2, Starcoder, Refact, Mpt, GptNeox, Bloom, Falcon, Falcon40b, Persimmon, Baichuan, NomicBert,
 };
 
 /// A GGUF tensor's place in the checkpoint: the HF tensor, and where the checkpoint fuses

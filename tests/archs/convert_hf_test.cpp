@@ -50,6 +50,9 @@ struct HfCase {
   /// (BLOOM's FFN is always 4·n_embd, Refact's a function of n_embd): the case converts the
   /// shared model with its FFN widened to this size (convert_hf_inverse.h) instead.
   int64_t ffn = 0;
+  /// Falcon-40B's layout: the case converts the shared Falcon-7B-style model with a second
+  /// norm added to each block (convert_hf_inverse.h).
+  bool second_norm = false;
 };
 
 constexpr HfCase kCases[] = {
@@ -78,6 +81,7 @@ constexpr HfCase kCases[] = {
     // The reference writes falcon.tensor_data_layout and baichuan.tensor_data_layout, which
     // the shared files were written without.
     {"archs/models/falcon.gguf", "FalconForCausalLM", Style::Falcon, false, false, true},
+    {"archs/models/falcon.gguf", "FalconForCausalLM", Style::Falcon40b, false, false, true, 0, true},
     {"archs/models/baichuan.gguf", "BaichuanForCausalLM", Style::Baichuan, true, false, true},
     {"archs/models/persimmon.gguf", "PersimmonForCausalLM", Style::Persimmon, false, true, true},
     {"archs2/models/nomic-bert.gguf", "NomicBertModel", Style::NomicBert, false, true, false},
@@ -114,7 +118,7 @@ std::vector<uint8_t> hf_bytes(const gguf::File& f, const gguf::TensorInfo& t, co
   if (qkv && (c.style == Style::GptNeox || c.style == Style::Bloom)) {
     return test::qkv_to_per_head(t, key_int(f, a + "attention.head_count"));
   }
-  if (qkv && c.style == Style::Falcon) {
+  if (qkv && (c.style == Style::Falcon || c.style == Style::Falcon40b)) {
     return test::qkv_to_groups(t, key_int(f, a + "attention.head_count"), key_int(f, a + "attention.head_count_kv"));
   }
   if (c.style == Style::Gpt2 && t.n_dims == 2 && t.name.starts_with("blk.")) return test::transposed(t);  // Conv1D
@@ -220,7 +224,7 @@ class ConvertHf : public ::testing::TestWithParam<HfCase> {};
 TEST_P(ConvertHf, GivesBackTheReferencesTensorsAndKeys) {
   const HfCase& c = GetParam();
   TESSERA_REQUIRE_SHARED(shared_model, c.model);
-  const fs::path dir = temp_dir(c.hf_arch);
+  const fs::path dir = temp_dir(std::string(c.hf_arch) + (c.second_norm ? "_40b" : ""));
   std::string model = shared_model;
   if (c.ffn != 0) {
     Result<std::unique_ptr<gguf::File>> shared = gguf::File::open(shared_model);
@@ -228,6 +232,13 @@ TEST_P(ConvertHf, GivesBackTheReferencesTensorsAndKeys) {
     model = (dir / "reference.gguf").string();
     fs::create_directories(dir);
     test::write_with_ffn(**shared, c.ffn, model);
+  }
+  if (c.second_norm) {
+    Result<std::unique_ptr<gguf::File>> shared = gguf::File::open(shared_model);
+    ASSERT_TRUE(shared.is_ok());
+    model = (dir / "reference.gguf").string();
+    fs::create_directories(dir);
+    test::write_with_second_norm(**shared, model);
   }
   write_hf_folder(model, c, dir / "hf");
   ConvertParams p;
@@ -301,6 +312,7 @@ TEST_P(ConvertHf, GivesBackTheReferencesTensorsAndKeys) {
 INSTANTIATE_TEST_SUITE_P(Shared, ConvertHf, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<HfCase>& i) {
                            std::string n = fs::path(i.param.model).stem().string();
+                           if (i.param.second_norm) n += "_40b";
                            for (char& ch : n) {
                              if (ch == '-') ch = '_';
                            }
