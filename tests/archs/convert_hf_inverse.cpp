@@ -110,4 +110,17 @@ void write_with_second_norm(const gguf::File& model, const std::string& path) {
   ASSERT_TRUE(w.write(path).is_ok()) << path;
 }
 
+void write_with_output_copy(const gguf::File& model, const std::string& path) {
+  gguf::Writer w;
+  w.set_alignment(model.alignment());
+  for (const auto& [key, value] : model.metadata()) w.set(key, value);
+  const gguf::TensorInfo* embd = model.find_tensor("token_embd.weight");
+  ASSERT_NE(embd, nullptr);
+  for (const gguf::TensorInfo& t : model.tensors()) {
+    const gguf::TensorInfo& from = t.name == "output.weight" ? *embd : t;
+    w.add_tensor(t.name, from.type, from.ne, from.n_dims, from.data, from.nbytes);
+  }
+  ASSERT_TRUE(w.write(path).is_ok()) << path;
+}
+
 }  // namespace tessera::test

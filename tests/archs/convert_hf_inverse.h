@@ -35,4 +35,8 @@ void write_with_ffn(const gguf::File& model, int64_t n_ff, const std::string& pa
 /// to `path`.
 void write_with_second_norm(const gguf::File& model, const std::string& path);
 
+/// `model` with output.weight replaced by a copy of token_embd.weight, written to `path`:
+/// what the reference makes of a GPT-2 or BLOOM checkpoint without lm_head.weight.
+void write_with_output_copy(const gguf::File& model, const std::string& path);
+
 }  // namespace tessera::test

@@ -53,6 +53,9 @@ struct HfCase {
   /// Falcon-40B's layout: the case converts the shared Falcon-7B-style model with a second
   /// norm added to each block (convert_hf_inverse.h).
   bool second_norm = false;
+  /// A checkpoint without lm_head.weight, whose embedding the reference copies as the
+  /// output (GPT-2): the case converts the shared model with output.weight made that copy.
+  bool output_copy = false;
   /// A key the reference writes that the shared file was made without (the only extra one
   /// allowed with exact_keys).
   const char* extra_key = nullptr;
@@ -76,6 +79,7 @@ constexpr HfCase kCases[] = {
     {"archs2/models/deepseek2.gguf", "DeepseekV2ForCausalLM", Style::Deepseek2, false, true, true},
     {"archs2/models/bert.gguf", "BertForMaskedLM", Style::Bert, false, true, false},
     {"archs/models/gpt2.gguf", "GPT2LMHeadModel", Style::Gpt2, false, true, true},
+    {"archs/models/gpt2.gguf", "GPT2LMHeadModel", Style::Gpt2, false, true, true, 0, false, true},
     {"archs/models/starcoder.gguf", "GPTBigCodeForCausalLM", Style::Starcoder, false, true, true},
     {"archs/models/refact.gguf", "GPTRefactForCausalLM", Style::Refact, false, true, true, 512},
     {"archs/models/mpt.gguf", "MPTForCausalLM", Style::Mpt, false, true, true},
@@ -83,10 +87,11 @@ constexpr HfCase kCases[] = {
     {"archs/models/bloom.gguf", "BloomForCausalLM", Style::Bloom, false, true, true, 512},
     // The reference writes falcon.tensor_data_layout and baichuan.tensor_data_layout, which
     // the shared files were written without.
-    {"archs/models/falcon.gguf", "FalconForCausalLM", Style::Falcon, false, true, true, 0, false, "falcon.tensor_data_layout"},
-    {"archs/models/falcon.gguf", "FalconForCausalLM", Style::Falcon40b, false, true, true, 0, true,
+    {"archs/models/falcon.gguf", "FalconForCausalLM", Style::Falcon, false, true, true, 0, false, false,
      "falcon.tensor_data_layout"},
-    {"archs/models/baichuan.gguf", "BaichuanForCausalLM", Style::Baichuan, true, true, true, 0, false,
+    {"archs/models/falcon.gguf", "FalconForCausalLM", Style::Falcon40b, false, true, true, 0, true, false,
+     "falcon.tensor_data_layout"},
+    {"archs/models/baichuan.gguf", "BaichuanForCausalLM", Style::Baichuan, true, true, true, 0, false, false,
      "baichuan.tensor_data_layout"},
     {"archs/models/persimmon.gguf", "PersimmonForCausalLM", Style::Persimmon, false, true, true},
     {"archs2/models/nomic-bert.gguf", "NomicBertModel", Style::NomicBert, false, true, false},
@@ -144,7 +149,7 @@ std::vector<HfTensor> hf_tensors(const gguf::File& f, const HfCase& c) {
       continue;
     }
     const test::HfPlace place = test::hf_place(t.name, c.style);
-    if (place.name.empty()) continue;
+    if (place.name.empty() || (c.output_copy && t.name == "output.weight")) continue;
     std::vector<int64_t> shape;
     for (int d = t.n_dims - 1; d >= 0; --d) shape.push_back(t.ne[size_t(d)]);
     std::vector<uint8_t> bytes = hf_bytes(f, t, c);
@@ -169,7 +174,9 @@ void write_hf_folder(const std::string& model, const HfCase& c, const fs::path& 
   Result<std::unique_ptr<gguf::File>> f = gguf::File::open(model);
   ASSERT_TRUE(f.is_ok()) << f.status().message();
   fs::create_directories(dir);
-  std::ofstream(dir / "config.json") << test::hf_config(**f, c.style, c.hf_arch).dump(2);
+  json config = test::hf_config(**f, c.style, c.hf_arch);
+  if (c.output_copy) config["tie_word_embeddings"] = true;
+  std::ofstream(dir / "config.json") << config.dump(2);
   std::vector<HfTensor> all = hf_tensors(**f, c);
   if (c.style == Style::Bert || c.style == Style::NomicBert) {  // sentence-transformers' pooling
     std::ofstream(dir / "modules.json") << R"([{"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])";
@@ -224,27 +231,27 @@ std::vector<float> logits_of(const std::string& path) {
   return {l.begin(), l.end()};
 }
 
+/// The GGUF the case converts back to: the shared one, or one made from it (see HfCase).
+std::string reference_model(const HfCase& c, const std::string& shared_model, const fs::path& dir) {
+  if (c.ffn == 0 && !c.second_norm && !c.output_copy) return shared_model;
+  Result<std::unique_ptr<gguf::File>> shared = gguf::File::open(shared_model);
+  EXPECT_TRUE(shared.is_ok());
+  if (!shared) return shared_model;
+  const std::string model = (dir / "reference.gguf").string();
+  fs::create_directories(dir);
+  if (c.ffn != 0) test::write_with_ffn(**shared, c.ffn, model);
+  if (c.second_norm) test::write_with_second_norm(**shared, model);
+  if (c.output_copy) test::write_with_output_copy(**shared, model);
+  return model;
+}
+
 class ConvertHf : public ::testing::TestWithParam<HfCase> {};
 
 TEST_P(ConvertHf, GivesBackTheReferencesTensorsAndKeys) {
   const HfCase& c = GetParam();
   TESSERA_REQUIRE_SHARED(shared_model, c.model);
-  const fs::path dir = temp_dir(std::string(c.hf_arch) + (c.second_norm ? "_40b" : ""));
-  std::string model = shared_model;
-  if (c.ffn != 0) {
-    Result<std::unique_ptr<gguf::File>> shared = gguf::File::open(shared_model);
-    ASSERT_TRUE(shared.is_ok());
-    model = (dir / "reference.gguf").string();
-    fs::create_directories(dir);
-    test::write_with_ffn(**shared, c.ffn, model);
-  }
-  if (c.second_norm) {
-    Result<std::unique_ptr<gguf::File>> shared = gguf::File::open(shared_model);
-    ASSERT_TRUE(shared.is_ok());
-    model = (dir / "reference.gguf").string();
-    fs::create_directories(dir);
-    test::write_with_second_norm(**shared, model);
-  }
+  const fs::path dir = temp_dir(std::string(c.hf_arch) + (c.second_norm ? "_40b" : "") + (c.output_copy ? "_tied" : ""));
+  const std::string model = reference_model(c, shared_model, dir);
   write_hf_folder(model, c, dir / "hf");
   ConvertParams p;
   p.input_dir = (dir / "hf").string();
@@ -321,6 +328,7 @@ INSTANTIATE_TEST_SUITE_P(Shared, ConvertHf, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<HfCase>& i) {
                            std::string n = fs::path(i.param.model).stem().string();
                            if (i.param.second_norm) n += "_40b";
+                           if (i.param.output_copy) n += "_tied";
                            for (char& ch : n) {
                              if (ch == '-') ch = '_';
                            }
