@@ -2,8 +2,10 @@
 // for LLaMA, Mistral and Mixtral; Qwen2Model for Qwen2): HF's model.layers.N.* names, the
 // q/k rows of LLaMA permuted for GGUF's adjacent-pair rotation (Qwen2's are not: its GGUF
 // rotates NeoX-style halves), Qwen2's q/k/v biases, Mixtral's experts stacked into
-// ffn_*_exps, and LLaMA 3's rope_freqs computed from rope_scaling.
+// ffn_*_exps, LLaMA 3's rope_freqs computed from rope_scaling, and Baichuan's fused W_pack
+// split into q, k (both permuted as LLaMA's) and v.
 #include <cmath>
+#include <map>
 #include <numbers>
 
 #include "convert/hf_arch.h"
@@ -156,8 +158,56 @@ Status granite_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w)
   return Status::ok();
 }
 
+/// BaichuanModel's keys: the context under any of three names, the rotary dims n_embd /
+/// n_head, the data layout of its permuted q/k, linear rope scaling.
+Status baichuan_keys(const HfConfig& c, const std::string& arch, gguf::Writer& w) {
+  Result<std::map<std::string, int64_t>> ints =
+      c.integers({"num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads"});
+  if (!ints) return ints.status();
+  std::map<std::string, int64_t>& v = *ints;
+  const char* ctx = c.has("max_sequence_length")       ? "max_sequence_length"
+                    : c.has("max_position_embeddings") ? "max_position_embeddings"
+                                                       : "model_max_length";
+  Result<int64_t> n_ctx = c.integer(ctx);
+  Result<double> eps = c.number("rms_norm_eps");
+  if (!n_ctx) return n_ctx.status();
+  if (!eps) return eps.status();
+  const std::string a = arch + ".";
+  w.set(a + "tensor_data_layout", std::string("Meta AI original pth"));
+  w.set(a + "context_length", uint32_t(*n_ctx));
+  w.set(a + "embedding_length", uint32_t(v["hidden_size"]));
+  w.set(a + "block_count", uint32_t(v["num_hidden_layers"]));
+  w.set(a + "feed_forward_length", uint32_t(v["intermediate_size"]));
+  w.set(a + "rope.dimension_count", uint32_t(v["hidden_size"] / v["num_attention_heads"]));
+  w.set(a + "attention.head_count", uint32_t(v["num_attention_heads"]));
+  w.set(a + "attention.head_count_kv", uint32_t(c.integer_or("num_key_value_heads", v["num_attention_heads"])));
+  w.set(a + "attention.layer_norm_rms_epsilon", float(*eps));
+  if (rope_type(c) == "linear" && c.json()["rope_scaling"].contains("factor")) {
+    w.set(a + "rope.scaling.type", std::string("linear"));
+    w.set(a + "rope.scaling.factor", float(c.json()["rope_scaling"].value("factor", 1.0)));
+  }
+  return Status::ok();
+}
+
+/// Baichuan: LLaMA's blocks with q, k and v fused in W_pack (thirds of its rows).
+constexpr NameMap kBaichuanLayers[] = {
+    {"model.layers.{}.input_layernorm.weight", "blk.{}.attn_norm.weight"},
+    {"model.layers.{}.self_attn.W_pack.weight", "blk.{}.attn_q.weight", Transform::PermuteRope, 0, 3},
+    {"model.layers.{}.self_attn.W_pack.weight", "blk.{}.attn_k.weight", Transform::PermuteRope, 1, 3},
+    {"model.layers.{}.self_attn.W_pack.weight", "blk.{}.attn_v.weight", Transform::None, 2, 3},
+    {"model.layers.{}.self_attn.o_proj.weight", "blk.{}.attn_output.weight"},
+    {"model.layers.{}.post_attention_layernorm.weight", "blk.{}.ffn_norm.weight"},
+    {"model.layers.{}.mlp.gate_proj.weight", "blk.{}.ffn_gate.weight"},
+    {"model.layers.{}.mlp.up_proj.weight", "blk.{}.ffn_up.weight"},
+    {"model.layers.{}.mlp.down_proj.weight", "blk.{}.ffn_down.weight"},
+};
+
 }  // namespace
 
+extern const HfArch kHfBaichuan{"BaichuanForCausalLM", "baichuan", baichuan_keys, kGlobals, kBaichuanLayers, {},
+                                nullptr};
+extern const HfArch kHfBaichuan2{"BaiChuanForCausalLM", "baichuan", baichuan_keys, kGlobals, kBaichuanLayers, {},
+                                 nullptr};
 extern const HfArch kHfGranite{"GraniteForCausalLM", "granite", granite_keys, kGlobals, kLlamaLayers, {}, nullptr};
 extern const HfArch kHfLlama{"LlamaForCausalLM", "llama", llama_keys, kGlobals, kLlamaLayers, kMixtralExperts,
                              llama_generated};

@@ -3,13 +3,18 @@
 namespace tessera::convert {
 
 extern const HfArch kHfLlama, kHfMistral, kHfMixtral, kHfQwen2, kHfGranite, kHfGemma, kHfGemma2, kHfQwen2Moe,
-    kHfOlmoe, kHfOlmo2, kHfStarcoder2, kHfCommandR, kHfPhi3, kHfDeepseek2, kHfBert, kHfBertMlm;
+    kHfOlmoe, kHfOlmo2, kHfStarcoder2, kHfCommandR, kHfPhi3, kHfDeepseek2, kHfBert, kHfBertMlm, kHfGpt2, kHfStarcoder,
+    kHfRefact, kHfMpt, kHfGptNeox, kHfBloom, kHfBloomModel, kHfFalcon, kHfFalconRw, kHfPersimmon, kHfBaichuan,
+    kHfBaichuan2, kHfNomicBert;
 
 const std::vector<const HfArch*>& hf_archs() {
   static const std::vector<const HfArch*> all = {&kHfLlama,  &kHfMistral, &kHfMixtral,    &kHfQwen2,    &kHfGranite,
                                                  &kHfGemma,  &kHfGemma2,  &kHfQwen2Moe,   &kHfOlmoe,    &kHfOlmo2,
                                                  &kHfStarcoder2, &kHfCommandR, &kHfPhi3,
-                                                 &kHfDeepseek2, &kHfBert, &kHfBertMlm};
+                                                 &kHfDeepseek2, &kHfBert, &kHfBertMlm,
+                                                 &kHfGpt2, &kHfStarcoder, &kHfRefact, &kHfMpt, &kHfGptNeox,
+                                                 &kHfBloom, &kHfBloomModel, &kHfFalcon, &kHfFalconRw,
+                                                 &kHfPersimmon, &kHfBaichuan, &kHfBaichuan2, &kHfNomicBert};
   return all;
 }
 

@@ -52,6 +52,14 @@ enum class Transform {
   PermuteRope,
   /// Gemma's norms: HF multiplies by (1 + w), GGUF files hold 1 + w.
   AddOne,
+  /// GPT-2's Conv1D weights, stored [in, out]: transposed to [out, in].
+  Transpose,
+  /// GPT-NeoX's and BLOOM's fused qkv rows, per head [q | k | v]: regrouped to
+  /// [all q | all k | all v] (`heads` heads).
+  QkvPerHead,
+  /// Falcon's fused qkv rows, per key/value group [its q heads | k | v]: regrouped to
+  /// [all q | all k | all v] (`heads` query heads, `heads_kv` groups).
+  QkvGroups,
 };
 
 /// One GGUF tensor: from one checkpoint tensor, or several stacked (experts: sources in
@@ -61,7 +69,11 @@ struct TensorPlan {
   std::vector<std::string> sources;  // checkpoint names
   std::vector<int64_t> shape;        // the expected GGUF ne, innermost first
   Transform transform = Transform::None;
-  int64_t heads = 0;                 // PermuteRope
+  int64_t heads = 0;                 // PermuteRope, QkvPerHead, QkvGroups
+  int64_t heads_kv = 0;              // QkvGroups
+  /// The source holds `parts` equal blocks of rows (fused projections: Baichuan's W_pack,
+  /// Refact's kv and gate_up); this tensor is block `part`, rearranged by `transform`.
+  int64_t part = 0, parts = 1;
   bool keep_f32 = false;             // norms, biases, routers: F32 whatever the type
   /// Values that are not in the checkpoint (LLaMA 3's rope_freqs): the plan holds them.
   std::vector<float> generated;
@@ -74,6 +86,8 @@ struct NameMap {
   const char* gguf;  // null: read and dropped, as the reference drops it (Gemma's lm_head)
   /// PermuteRope: by the query heads for "attn_q", the key/value heads otherwise.
   Transform transform = Transform::None;
+  /// The checkpoint tensor fuses `parts` equal row blocks; this name is block `part`.
+  int part = 0, parts = 1;
 };
 
 struct HfArch {
@@ -91,6 +105,10 @@ struct HfArch {
   const char* strip_prefix = nullptr;
   /// Checkpoint tensors the reference leaves out; a trailing '*' matches a prefix.
   std::span<const char* const> dropped = {};
+  /// The checkpoint's embedding, written again as output.weight when the checkpoint has no
+  /// tensor of its own for it (GPT-2 and BLOOM, whose reference copies it: their engine has
+  /// no tied output); null: none.
+  const char* output_copy = nullptr;
 };
 
 /// The keys of the reference converter's Model.set_gguf_parameters, which most

@@ -2,7 +2,9 @@
 // tensor's expected shape taken from tessera's own loader (the architecture's weight list
 // evaluated on the keys the converter wrote), so that the converter and the loader cannot
 // disagree about a shape.
+#include <algorithm>
 #include <map>
+#include <span>
 
 #include "convert/hf_arch.h"
 #include "model/arch.h"
@@ -38,6 +40,16 @@ Result<HParams> loader_hparams(const HfArch& arch, const HfConfig& c, const gguf
   return h;
 }
 
+/// Takes (so that they are not left over) the checkpoint tensors `pattern` names: a name, a
+/// prefix ending in '*' or a suffix starting with '*'.
+void drop(Checkpoint& ck, const std::string& pattern) {
+  const bool prefix = pattern.ends_with('*'), suffix = pattern.starts_with('*');
+  const std::string stem = prefix ? pattern.substr(0, pattern.size() - 1) : suffix ? pattern.substr(1) : pattern;
+  for (const std::string& name : ck.names()) {
+    if (prefix ? name.starts_with(stem) : suffix ? name.ends_with(stem) : name == stem) ck.take(name);
+  }
+}
+
 }  // namespace
 
 Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig& c, Checkpoint& ck,
@@ -54,17 +66,16 @@ Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig&
     shapes[name] = std::vector<int64_t>(ne.begin(), ne.begin() + n);
   });
   if (arch.strip_prefix != nullptr) ck.strip_prefix(arch.strip_prefix);
-  for (const char* d : arch.dropped) {
-    const std::string pattern(d);
-    const bool prefix = pattern.ends_with('*');
-    const std::string stem = prefix ? pattern.substr(0, pattern.size() - 1) : pattern;
-    for (const std::string& name : ck.names()) {
-      if (prefix ? name.starts_with(stem) : name == stem) ck.take(name);
-    }
+  // What the reference skips in every architecture (attention masks and rotary tables that
+  // some checkpoints save), then the architecture's own.
+  static constexpr const char* kAlwaysDropped[] = {"*.attention.masked_bias", "*.attention.bias",
+                                                   "*.rotary_emb.inv_freq"};
+  for (std::span<const char* const> list : {std::span<const char* const>(kAlwaysDropped), arch.dropped}) {
+    for (const char* d : list) drop(ck, d);
   }
   std::vector<TensorPlan> out;
   Status status;
-  const auto add = [&](const std::string& gguf_name, std::vector<std::string> sources, Transform t) {
+  const auto add = [&](const std::string& gguf_name, std::vector<std::string> sources, const NameMap& m) {
     if (!status) return;
     const auto it = shapes.find(gguf_name);
     if (it == shapes.end()) {
@@ -81,15 +92,23 @@ Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig&
       p.shape.resize(3, 1);
       p.shape[2] = int64_t(p.sources.size());
     }
-    p.transform = t;
-    if (t == Transform::PermuteRope) p.heads = gguf_name.find("attn_q") != std::string::npos ? h->n_head : h->n_head_kv;
+    p.transform = m.transform;
+    p.part = m.part;
+    p.parts = m.parts;
+    p.heads = m.transform == Transform::PermuteRope && gguf_name.find("attn_q") == std::string::npos ? h->n_head_kv
+                                                                                                    : h->n_head;
+    p.heads_kv = h->n_head_kv;
     p.keep_f32 = gguf_name.find("ffn_gate_inp.") != std::string::npos || gguf_name.starts_with("position_embd") ||
                  gguf_name.starts_with("token_types");
     out.push_back(std::move(p));
   };
   for (const NameMap& m : arch.globals) {
     if (ck.has(m.hf) && m.gguf == nullptr) ck.take(m.hf);
-    if (ck.has(m.hf) && m.gguf != nullptr) add(m.gguf, {m.hf}, m.transform);
+    if (ck.has(m.hf) && m.gguf != nullptr) add(m.gguf, {m.hf}, m);
+  }
+  const bool has_output = std::any_of(out.begin(), out.end(), [](const TensorPlan& p) { return p.name == "output.weight"; });
+  if (arch.output_copy != nullptr && !has_output && ck.has(arch.output_copy)) {
+    add("output.weight", {arch.output_copy}, NameMap{arch.output_copy, "output.weight"});
   }
   if (arch.generated != nullptr) {
     Result<std::vector<TensorPlan>> g = arch.generated(c);
@@ -99,14 +118,14 @@ Result<std::vector<TensorPlan>> plan_tensors(const HfArch& arch, const HfConfig&
   for (int64_t il = 0; il < h->n_layer; ++il) {
     for (const NameMap& m : arch.layers) {
       const std::string hf = fill(m.hf, "{}", il);
-      if (ck.has(hf)) add(fill(m.gguf, "{}", il), {hf}, m.transform);
+      if (ck.has(hf)) add(fill(m.gguf, "{}", il), {hf}, m);
     }
     for (const NameMap& m : arch.experts) {
       const std::string first = fill(fill(m.hf, "{}", il), "{e}", 0);
       if (!ck.has(first)) continue;
       std::vector<std::string> sources;
       for (int64_t e = 0; e < h->n_expert; ++e) sources.push_back(fill(fill(m.hf, "{}", il), "{e}", e));
-      add(fill(m.gguf, "{}", il), std::move(sources), m.transform);
+      add(fill(m.gguf, "{}", il), std::move(sources), m);
     }
   }
   if (!status) return status;

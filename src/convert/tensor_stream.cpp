@@ -65,8 +65,7 @@ Result<TensorJob> prepare_tensor(const TensorPlan& p, Checkpoint& ck, DType weig
   job.n_dims = int(p.shape.size());
   // Each source is one slice of the outermost GGUF dimension when the plan stacks them.
   const bool stacked = p.name.ends_with("_exps.weight");
-  std::vector<int64_t> slice = p.shape;
-  if (stacked) slice.pop_back();
+  const std::vector<int64_t> slice = source_ne(p);
   for (const std::string& name : p.sources) {
     const safetensors::TensorInfo* t = ck.take(name);
     if (t == nullptr) {
@@ -113,8 +112,10 @@ Status produce_tensor(const TensorJob& job, const Checkpoint& ck, const gguf::Wr
   std::vector<float> values;
   for (size_t s = 0; s < job.sources.size(); ++s) {
     const safetensors::TensorInfo& t = *job.sources[s];
-    for (int64_t at = 0; at < t.n_elements(); at += block) {
-      values.resize(size_t(std::min(block, t.n_elements() - at)));
+    // A fused source (p.parts blocks of rows): this tensor's block alone.
+    const int64_t per = t.n_elements() / p.parts, begin = per * p.part, end = begin + per;
+    for (int64_t at = begin; at < end; at += block) {
+      values.resize(size_t(std::min(block, end - at)));
       TESSERA_RETURN_IF_ERROR(read_part(t, at, values));
       if (p.transform == Transform::AddOne) {
         for (float& x : values) x += 1.0f;

@@ -10,7 +10,13 @@
 
 namespace tessera::convert {
 
-/// `values` (the plan's sources, stacked) rearranged by p.transform into GGUF's order.
+/// The shape (innermost first) each of p's sources must have in the checkpoint: p.shape
+/// less the expert dimension of a stacked tensor, with the rows of all p.parts of a fused
+/// source, transposed for Transform::Transpose.
+std::vector<int64_t> source_ne(const TensorPlan& p);
+
+/// `values` (the plan's sources, stacked) cut to block p.part of p.parts and rearranged by
+/// p.transform into GGUF's order.
 Status apply_transform(const TensorPlan& p, std::vector<float>& values);
 
 }  // namespace tessera::convert
