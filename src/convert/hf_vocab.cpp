@@ -158,6 +158,8 @@ Status add_hf_vocab(const fs::path& dir, const std::string& arch, gguf::Writer& 
   if (!v->scores.empty()) w.set("tokenizer.ggml.scores", gguf::Value::array(v->scores));
   if (!v->merges.empty()) w.set("tokenizer.ggml.merges", gguf::Value::array(v->merges));
   if (v->add_space_prefix) w.set("tokenizer.ggml.add_space_prefix", *v->add_space_prefix);
+  if (v->ignore_merges) w.set("tokenizer.tessera.ignore_merges", *v->ignore_merges);
+  if (!v->pre_regexes.empty()) w.set("tokenizer.tessera.pre_regexes", gguf::Value::array(v->pre_regexes));
   for (const char* flag : {"add_bos_token", "add_eos_token"}) {
     if (tc->contains(flag) && (*tc)[flag].is_boolean())
       w.set(std::string("tokenizer.ggml.") + flag, (*tc)[flag].get<bool>());

@@ -36,6 +36,16 @@ struct HfVocab {
   std::vector<int32_t> types;
   std::vector<std::string> merges;  // "left right"; empty: not written
   std::optional<bool> add_space_prefix;
+  /// tokenizer.json's model.ignore_merges, where it differs from the rule of the
+  /// pre-tokenizer named (gpt-oss: gpt-4o's regexes, merges ignored): written as
+  /// tokenizer.tessera.ignore_merges, which tessera's tokenizer honours.
+  std::optional<bool> ignore_merges;
+  /// The pre-tokenizer's regexes as tokenizer.json publishes them, where llama.cpp runs an
+  /// adapted form under the name `pre` (o200k's and Tekken's mark classes, cl100k's
+  /// case-insensitive contractions): written as tokenizer.tessera.pre_regexes, which
+  /// tessera's tokenizer runs instead, so that the file tokenizes as the model's own
+  /// tokenizer does. Empty: not written.
+  std::vector<std::string> pre_regexes;
   /// Special ids the file itself names (SentencePiece's trainer spec): -1 when absent.
   int64_t unk_id = -1, bos_id = -1, eos_id = -1, pad_id = -1;
 };
@@ -49,9 +59,10 @@ Result<HfVocab> read_wordpiece_vocab(const std::filesystem::path& file);
 
 /// The tokenizer.ggml.pre name whose regexes a tokenizer.json pre_tokenizer applies, from
 /// the regexes themselves; an error quoting them when none of tessera's has them.
-/// `pre_tokenizer_json` is the pre_tokenizer object as JSON text.
-Result<std::string> identify_pre_tokenizer(const std::string& pre_tokenizer_json,
-                                           bool ignore_merges);
+/// `pre_tokenizer_json` is the pre_tokenizer object as JSON text. `published`, when given,
+/// receives the regexes as the file spells them.
+Result<std::string> identify_pre_tokenizer(const std::string& pre_tokenizer_json, bool ignore_merges,
+                                           std::vector<std::string>* published = nullptr);
 
 /// Whether `dir` holds a tokenizer file add_hf_vocab reads.
 bool has_hf_vocab(const std::filesystem::path& dir);

@@ -66,8 +66,9 @@ std::string punctuation_regex() {
   return std::string(tok::find_pre_tokenizer("falcon")->regexes.at(0));
 }
 
-/// Appends the regexes of one pre-tokenizer object (recursing into sequences).
-Status collect(const json& p, std::vector<std::string>& out) {
+/// Appends the regexes of one pre-tokenizer object (recursing into sequences), adapted to
+/// llama.cpp's spelling in `out` and as published in `published`.
+Status collect(const json& p, std::vector<std::string>& out, std::vector<std::string>& published) {
   if (p.is_null()) return Status::ok();
   if (!p.is_object() || !p.contains("type") || !p["type"].is_string()) {
     return Status::error("a pre_tokenizer is not an object with a \"type\"");
@@ -77,23 +78,28 @@ Status collect(const json& p, std::vector<std::string>& out) {
     if (!p.contains("pretokenizers") || !p["pretokenizers"].is_array()) {
       return Status::error("a Sequence pre_tokenizer has no \"pretokenizers\" array");
     }
-    for (const json& q : p["pretokenizers"]) TESSERA_RETURN_IF_ERROR(collect(q, out));
+    for (const json& q : p["pretokenizers"]) TESSERA_RETURN_IF_ERROR(collect(q, out, published));
   } else if (type == "Split") {
     const json* pattern = p.contains("pattern") ? &p["pattern"] : nullptr;
     if (pattern == nullptr || !pattern->is_object() || !pattern->contains("Regex") ||
         !(*pattern)["Regex"].is_string()) {
       return Status::error("a Split pre_tokenizer has no {\"Regex\": ...} pattern");
     }
-    out.push_back(adapted((*pattern)["Regex"].get<std::string>()));
+    published.push_back((*pattern)["Regex"].get<std::string>());
+    out.push_back(adapted(published.back()));
   } else if (type == "ByteLevel") {
-    if (!p.contains("use_regex") || (p["use_regex"].is_boolean() && p["use_regex"].get<bool>()))
-      out.push_back(adapted(gpt2_regex()));
+    if (!p.contains("use_regex") || (p["use_regex"].is_boolean() && p["use_regex"].get<bool>())) {
+      published.push_back(gpt2_regex());
+      out.push_back(adapted(published.back()));
+    }
   } else if (type == "Digits") {
     const bool one = p.contains("individual_digits") && p["individual_digits"].is_boolean() &&
                      p["individual_digits"].get<bool>();
-    out.push_back(one ? R"(\p{N})" : R"(\p{N}+)");
+    published.push_back(one ? R"(\p{N})" : R"(\p{N}+)");
+    out.push_back(published.back());
   } else if (type == "Punctuation") {
-    out.push_back(adapted(punctuation_regex()));
+    published.push_back(punctuation_regex());
+    out.push_back(adapted(published.back()));
   } else {
     return Status::error("the pre_tokenizer type \"" + type + "\" is not one convert maps");
   }
@@ -102,12 +108,13 @@ Status collect(const json& p, std::vector<std::string>& out) {
 
 }  // namespace
 
-Result<std::string> identify_pre_tokenizer(const std::string& pre_tokenizer_json,
-                                           bool ignore_merges) {
+Result<std::string> identify_pre_tokenizer(const std::string& pre_tokenizer_json, bool ignore_merges,
+                                           std::vector<std::string>* published) {
   const json p = json::parse(pre_tokenizer_json, nullptr, false);
   if (p.is_discarded()) return Status::error("the pre_tokenizer is not JSON");
-  std::vector<std::string> regexes;
-  TESSERA_RETURN_IF_ERROR(collect(p, regexes));
+  std::vector<std::string> regexes, as_published;
+  TESSERA_RETURN_IF_ERROR(collect(p, regexes, as_published));
+  if (published != nullptr) *published = as_published;
   if (regexes.empty())
     return Status::error("the pre_tokenizer splits nothing (no regex, no byte-level split)");
   const tok::PreTokenizerSpec* found = nullptr;

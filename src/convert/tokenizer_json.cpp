@@ -13,6 +13,7 @@
 
 #include "convert/hf_vocab.h"
 #include "convert/json_file.h"
+#include "tokenizer/pretokenize.h"
 
 namespace tessera::convert {
 namespace {
@@ -217,10 +218,17 @@ Result<HfVocab> read_tokenizer_json(const std::filesystem::path& file, int64_t v
   const bool ignore_merges = model.contains("ignore_merges") &&
                              model["ignore_merges"].is_boolean() &&
                              model["ignore_merges"].get<bool>();
+  std::vector<std::string> published;
   Result<std::string> pre = identify_pre_tokenizer(
-      j.contains("pre_tokenizer") ? j["pre_tokenizer"].dump() : "null", ignore_merges);
+      j.contains("pre_tokenizer") ? j["pre_tokenizer"].dump() : "null", ignore_merges, &published);
   if (!pre) return bad(file, "pre_tokenizer: " + pre.status().message());
   v.pre = *pre;
+  const tok::PreTokenizerSpec* spec = tok::find_pre_tokenizer(v.pre);
+  if (spec && spec->ignore_merges != ignore_merges) v.ignore_merges = ignore_merges;
+  if (spec && !std::equal(spec->regexes.begin(), spec->regexes.end(), published.begin(), published.end())) {
+    // Only regexes tessera can run (PCRE2) are kept; otherwise llama.cpp's form serves.
+    if (tok::PreTokenizer::compile({published.begin(), published.end()})) v.pre_regexes = published;
+  }
   return v;
 }
 

@@ -20,8 +20,9 @@ class BpeSession {
     if (word.empty()) return;
     TESSERA_CHECK_MSG(word.size() < static_cast<size_t>(INT32_MAX), "pre-token of 2 GiB or more");
     const Vocab& vocab = algo_.vocab_;
-    if (algo_.spec_->ignore_merges || word.size() == 1) {
-      // llama3: a pre-token that is a token is taken whole, merges or not.
+    if (algo_.ignore_merges_ || word.size() == 1) {
+      // llama3 (and tokenizer.json's ignore_merges): a pre-token that is a token is taken
+      // whole, merges or not.
       scratch_.clear();
       for (char c : word) scratch_ += byte_to_utf8(static_cast<uint8_t>(c));
       if (const TokenId id = vocab.find(scratch_); id != kNoToken) {
@@ -119,7 +120,8 @@ class BpeSession {
 };
 
 BpeAlgorithm::BpeAlgorithm(const Vocab& vocab, const PreTokenizerSpec& spec, PreTokenizer pre)
-    : vocab_(vocab), spec_(&spec), pre_(std::move(pre)) {}
+    : vocab_(vocab), spec_(&spec), ignore_merges_(vocab.ignore_merges().value_or(spec.ignore_merges)),
+      pre_(std::move(pre)) {}
 
 Result<std::unique_ptr<BpeAlgorithm>> BpeAlgorithm::create(const Vocab& vocab) {
   const std::vector<std::string>* merges = vocab.merges();
@@ -141,8 +143,12 @@ Result<std::unique_ptr<BpeAlgorithm>> BpeAlgorithm::create(const Vocab& vocab) {
     }
     spec = &default_pre_tokenizer();
   }
-  Result<PreTokenizer> pre = PreTokenizer::compile(spec->regexes);
-  if (!pre) return pre.status();
+  // The file's own regexes (tokenizer.tessera.pre_regexes) run instead of the spec's.
+  std::vector<std::string_view> regexes = spec->regexes;
+  const std::vector<std::string>* own = vocab.pre_regexes();
+  if (own != nullptr) regexes.assign(own->begin(), own->end());
+  Result<PreTokenizer> pre = PreTokenizer::compile(regexes);
+  if (!pre) return own ? pre.status().with_context("tokenizer.tessera.pre_regexes") : pre.status();
   std::unique_ptr<BpeAlgorithm> algo(new BpeAlgorithm(vocab, *spec, std::move(pre).value()));
   algo->byte_symbol_.resize(256);
   for (int b = 0; b < 256; ++b) {

@@ -115,7 +115,15 @@ Status read_bpe_data(const gguf::File& file, const std::string& model, BpeData* 
     if (!pre) return pre.status().with_context("tokenizer");
     bpe->pre = *pre;
   }
+  if (file.find("tokenizer.tessera.ignore_merges") != nullptr) {
+    bool ignore = false;
+    TESSERA_RETURN_IF_ERROR(read_flag(file, "tokenizer.tessera.ignore_merges", &ignore));
+    bpe->ignore_merges = ignore;
+  }
   Status status;
+  const auto* regexes = find_array<std::string>(file, "tokenizer.tessera.pre_regexes", "an array of strings", &status);
+  TESSERA_RETURN_IF_ERROR(status);
+  if (regexes != nullptr) bpe->pre_regexes = *regexes;
   const auto* merges = find_array<std::string>(file, kMergesKey, "an array of strings", &status);
   TESSERA_RETURN_IF_ERROR(status);
   if (merges != nullptr) {

@@ -58,6 +58,13 @@ struct VocabFlags {
 struct BpeData {
   std::optional<std::vector<std::string>> merges;
   std::string pre;  // "" when the key is absent
+  /// tokenizer.tessera.ignore_merges (which `convert` writes from tokenizer.json's
+  /// model.ignore_merges): a pre-token that is a token is taken whole. Absent: the
+  /// pre-tokenizer's own rule (llama.cpp's: only llama3's ignores merges).
+  std::optional<bool> ignore_merges;
+  /// tokenizer.tessera.pre_regexes (written by `convert` where tokenizer.json's regexes
+  /// differ from llama.cpp's form of them): run instead of those of `pre`.
+  std::optional<std::vector<std::string>> pre_regexes;
 };
 
 /// The defaults llama.cpp uses for a model name when the GGUF keys are absent
@@ -117,6 +124,10 @@ class Vocab {
   const std::vector<std::string>* merges() const { return bpe_.merges ? &*bpe_.merges : nullptr; }
   /// tokenizer.ggml.pre ("" when absent).
   const std::string& pre() const { return bpe_.pre; }
+  /// tokenizer.tessera.ignore_merges, when the file has it.
+  std::optional<bool> ignore_merges() const { return bpe_.ignore_merges; }
+  /// tokenizer.tessera.pre_regexes; nullptr when the file has none.
+  const std::vector<std::string>* pre_regexes() const { return bpe_.pre_regexes ? &*bpe_.pre_regexes : nullptr; }
   /// Tokens that end generation: EOS, EOT, EOM, FIM pad/repo/separator, and tokens whose
   /// text llama.cpp treats as an end of turn ("<|eot_id|>", "<|im_end|>", ...). Sorted.
   const std::vector<TokenId>& eog_ids() const { return eog_ids_; }

@@ -182,6 +182,57 @@ TEST(HfVocabOnly, WritesTheTokenizerAndNoTensors) {
   fs::remove_all(dir);
 }
 
+// tokenizer.json's model.ignore_merges where the pre-tokenizer's own rule differs (gpt-oss:
+// gpt-4o's regexes, merges ignored): written as tokenizer.tessera.ignore_merges, and a
+// pre-token that is a token is then taken whole even where no merge makes it.
+TEST(HfVocabIgnoreMerges, ATokenNoMergeMakesIsTakenWhole) {
+  TESSERA_REQUIRE_SHARED(model, "vocab/ggml-vocab-gpt-2.gguf");
+  Result<std::unique_ptr<gguf::File>> ref = gguf::File::open(model);
+  ASSERT_TRUE(ref.is_ok());
+  const TokenId world = (*Tokenizer::from_gguf(**ref))->encode(" world", false).at(0);
+  for (const bool ignore : {false, true}) {
+    SCOPED_TRACE(ignore ? "ignore_merges" : "merges");
+    const fs::path dir = fresh_dir(ignore ? "ignore_merges" : "merges");
+    test::write_hf_tokenizer(**ref, dir);
+    std::ofstream(dir / "config.json") << R"({"architectures": ["GPT2LMHeadModel"]})";
+    nlohmann::json j;
+    std::ifstream(dir / "tokenizer.json") >> j;
+    j["model"]["ignore_merges"] = ignore;
+    nlohmann::json& merges = j["model"]["merges"];
+    const size_t before = merges.size();
+    for (size_t i = 0; i < merges.size(); ++i) {  // no merge makes "Ġworld" now
+      const std::string m = merges[i].get<std::string>();
+      if (m.substr(0, m.find(' ', 1)) + m.substr(m.find(' ', 1) + 1) == "\u0120world") {
+        merges.erase(i);
+        break;
+      }
+    }
+    ASSERT_EQ(merges.size(), before - 1);
+    std::ofstream(dir / "tokenizer.json") << j.dump();
+    ConvertParams p;
+    p.input_dir = dir.string();
+    p.output_path = (dir / "vocab.gguf").string();
+    p.vocab_only = true;
+    Result<ConvertReport> r = convert_checkpoint(p);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    Result<std::unique_ptr<gguf::File>> got = gguf::File::open(p.output_path);
+    ASSERT_TRUE(got.is_ok());
+    const gguf::Value* key = (*got)->find("tokenizer.tessera.ignore_merges");
+    // gpt-2's rule merges: the key is written only where the model says otherwise.
+    ASSERT_EQ(key != nullptr, ignore);
+    if (key) {
+      EXPECT_TRUE(*key->as_bool());
+    }
+    const std::vector<TokenId> ids = (*Tokenizer::from_gguf(**got))->encode(" world", false);
+    if (ignore) {
+      EXPECT_EQ(ids, std::vector<TokenId>{world});
+    } else {
+      EXPECT_GT(ids.size(), 1u);
+    }
+    fs::remove_all(dir);
+  }
+}
+
 struct BadFile {
   const char* name;
   const char* file;

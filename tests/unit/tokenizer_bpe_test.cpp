@@ -270,7 +270,7 @@ std::unique_ptr<Tokenizer> tiny_bpe(const std::vector<std::string>& extra,
                                     std::vector<int32_t> types = {}) {
   auto vocab =
       tok::Vocab::from_lists("gpt2", byte_level_tokens(extra), {}, std::move(types), {},
-                             tok::default_flags("gpt2"), {std::move(merges), std::move(pre)});
+                             tok::default_flags("gpt2"), {std::move(merges), std::move(pre), {}, {}});
   EXPECT_TRUE(vocab.is_ok()) << vocab.status().message();
   if (!vocab) return nullptr;
   auto tokenizer = Tokenizer::from_vocab(std::move(vocab).value());
