@@ -1,5 +1,6 @@
 // `tessera convert DIR -o OUT.gguf`: a Hugging Face checkpoint folder to GGUF
-// (tessera/convert.h). A progress line on a terminal, a summary line at the end.
+// (tessera/convert.h). A progress line on a terminal (a line at each tenth of the tensors in a
+// log), a summary line at the end.
 // `tessera convert --lora ADAPTER_DIR --base BASE.gguf -o OUT.gguf`: a PEFT LoRA adapter
 // to a GGUF adapter for BASE.
 #include <unistd.h>
@@ -49,6 +50,13 @@ int run_convert(ConvertOptions& o) {
       std::fprintf(stderr, "\rtessera convert: [%zu/%zu] %-40.40s", p.tensor, p.n_tensors, p.name.c_str());
       std::fflush(stderr);
       drawn = true;
+    };
+  } else {
+    // A log, not a terminal: a line at each tenth of the tensors.
+    o.params.progress = [tenth = size_t(0)](const ConvertProgress& p) mutable {
+      if (p.n_tensors == 0 || p.tensor * 10 < (tenth + 1) * p.n_tensors) return;
+      tenth = p.tensor * 10 / p.n_tensors;
+      std::fprintf(stderr, "tessera convert: %zu%% (%zu/%zu tensors)\n", tenth * 10, p.tensor, p.n_tensors);
     };
   }
   Result<ConvertReport> r = convert_checkpoint(o.params);
