@@ -74,6 +74,15 @@ std::string case_name(const VocabCase& c, size_t i) {
   return n;
 }
 
+/// `convert --vocab-only` of `dir` into dir/vocab.gguf.
+ConvertParams vocab_only_params(const fs::path& dir) {
+  ConvertParams p;
+  p.input_dir = dir.string();
+  p.output_path = (dir / "vocab.gguf").string();
+  p.vocab_only = true;
+  return p;
+}
+
 class HfVocabRoundTrip : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(HfVocabRoundTrip, TokenizesAsTheOriginal) {
@@ -153,10 +162,7 @@ TEST(HfVocabOnly, WritesTheTokenizerAndNoTensors) {
       nlohmann::json::array({{{"name", "default"}, {"template", "{{ messages }}"}},
                              {{"name", "tool_use"}, {"template", "{{ tools }}"}}});
   std::ofstream(dir / "tokenizer_config.json") << tc.dump();
-  ConvertParams p;
-  p.input_dir = dir.string();
-  p.output_path = (dir / "vocab.gguf").string();
-  p.vocab_only = true;
+  const ConvertParams p = vocab_only_params(dir);
   Result<ConvertReport> r = convert_checkpoint(p);
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   EXPECT_TRUE(r->vocab);
@@ -209,10 +215,7 @@ TEST(HfVocabIgnoreMerges, ATokenNoMergeMakesIsTakenWhole) {
     }
     ASSERT_EQ(merges.size(), before - 1);
     std::ofstream(dir / "tokenizer.json") << j.dump();
-    ConvertParams p;
-    p.input_dir = dir.string();
-    p.output_path = (dir / "vocab.gguf").string();
-    p.vocab_only = true;
+    const ConvertParams p = vocab_only_params(dir);
     Result<ConvertReport> r = convert_checkpoint(p);
     ASSERT_TRUE(r.is_ok()) << r.status().message();
     Result<std::unique_ptr<gguf::File>> got = gguf::File::open(p.output_path);
