@@ -39,9 +39,22 @@ Status write_weights(const ConvertParams& p, const convert::HfConfig& c, const c
   if (!ck) return ck.status();
   Result<std::vector<TensorPlan>> plan = convert::plan_tensors(arch, c, **ck, w);
   if (!plan) return plan.status();
+  // FP8 checkpoints' scale blocks (quantization_config.weight_block_size; DeepSeek-V3's 128 x 128).
+  std::array<int64_t, 2> fp8_block = {128, 128};
+  if (c.has("quantization_config")) {
+    const nlohmann::json& q = c.json()["quantization_config"];
+    if (q.is_object() && q.contains("weight_block_size") && q["weight_block_size"].is_array() &&
+        q["weight_block_size"].size() == 2 && q["weight_block_size"][0].is_number_integer() &&
+        q["weight_block_size"][1].is_number_integer()) {
+      fp8_block = {q["weight_block_size"][0].get<int64_t>(), q["weight_block_size"][1].get<int64_t>()};
+    }
+    if (fp8_block[0] < 1 || fp8_block[1] < 1) {
+      return Status::error("convert: config.json's quantization_config.weight_block_size must be two positive sizes");
+    }
+  }
   const size_t n = plan->size();
   for (size_t i = 0; i < n; ++i) {
-    Result<convert::TensorJob> job = convert::prepare_tensor((*plan)[i], **ck, type);
+    Result<convert::TensorJob> job = convert::prepare_tensor((*plan)[i], **ck, type, fp8_block);
     if (!job) return job.status();
     w.add_tensor_stream((*plan)[i].name, job->type, job->ne, job->n_dims, job->nbytes,
                         [&p, &ck, i, n, job = *job](const gguf::Writer::ByteSink& out) {

@@ -57,9 +57,59 @@ Status read_part(const safetensors::TensorInfo& t, int64_t begin, std::span<floa
   return safetensors::to_float(part, out);
 }
 
+bool fp8(safetensors::Dtype t) { return t == safetensors::Dtype::F8_E4M3 || t == safetensors::Dtype::F8_E5M2; }
+
+/// The scale tensor of FP8 source `name` (taken from `ck`), checked against the weight's
+/// shape; no values when the checkpoint has none.
+Result<SourceScale> fp8_scale(const std::string& name, const safetensors::TensorInfo& t, Checkpoint& ck,
+                              std::array<int64_t, 2> block) {
+  SourceScale s;
+  if (!fp8(t.dtype)) return s;
+  const int64_t rows = t.shape.size() >= 2 ? t.n_elements() / t.shape.back() : 1;
+  s.cols = t.shape.empty() ? 1 : t.shape.back();
+  const bool per_block = ck.has(name + "_scale_inv");
+  const std::string scale_name = name + (per_block ? "_scale_inv" : "_scale");
+  const safetensors::TensorInfo* scale = ck.take(scale_name);
+  if (scale == nullptr) return s;
+  const int64_t n = scale->n_elements();
+  const int64_t want = per_block ? ((rows + block[0] - 1) / block[0]) * ((s.cols + block[1] - 1) / block[1]) : rows;
+  if (n != want && (per_block || n != 1)) {
+    return Status::error("convert: tensor '" + scale_name + "' (" + ck.file_of(scale_name) + ") has " +
+                         std::to_string(n) + " scales, but '" + name + "' " + shape_text(t.shape) + " needs " +
+                         std::to_string(want) +
+                         (per_block ? " (blocks of " + std::to_string(block[0]) + " x " + std::to_string(block[1]) + ")"
+                                    : " (one a row) or 1"));
+  }
+  s.values.resize(size_t(n));
+  if (Status st = safetensors::to_float(*scale, s.values); !st) {
+    return Status::error("convert: tensor '" + scale_name + "' (" + ck.file_of(scale_name) + ") is " +
+                         safetensors::dtype_name(scale->dtype) + ", not a float type");
+  }
+  if (per_block) {
+    s.block_rows = block[0];
+    s.block_cols = block[1];
+  }
+  return s;
+}
+
+/// Values [first, first + v.size()) of a source times their scales.
+void apply_scale(const SourceScale& s, int64_t first, std::span<float> v) {
+  if (s.values.empty()) return;
+  if (s.values.size() == 1) {
+    for (float& x : v) x *= s.values[0];
+    return;
+  }
+  const int64_t block_cols = s.block_cols > 0 ? (s.cols + s.block_cols - 1) / s.block_cols : 0;
+  for (size_t k = 0; k < v.size(); ++k) {
+    const int64_t e = first + int64_t(k), r = e / s.cols;
+    v[k] *= s.block_rows > 0 ? s.values[size_t((r / s.block_rows) * block_cols + (e % s.cols) / s.block_cols)]
+                             : s.values[size_t(r)];
+  }
+}
+
 }  // namespace
 
-Result<TensorJob> prepare_tensor(const TensorPlan& p, Checkpoint& ck, DType weights) {
+Result<TensorJob> prepare_tensor(const TensorPlan& p, Checkpoint& ck, DType weights, std::array<int64_t, 2> fp8_block) {
   TensorJob job;
   job.plan = &p;
   job.n_dims = int(p.shape.size());
@@ -82,7 +132,10 @@ Result<TensorJob> prepare_tensor(const TensorPlan& p, Checkpoint& ck, DType weig
       return Status::error("convert: tensor '" + name + "' (" + ck.file_of(name) + ") is " +
                            safetensors::dtype_name(t->dtype) + ", which convert cannot read as weights");
     }
+    Result<SourceScale> scale = fp8_scale(name, *t, ck, fp8_block);
+    if (!scale) return scale.status();
     job.sources.push_back(t);
+    job.scales.push_back(std::move(*scale));
   }
   // As the reference's prepare_tensors: 1-D tensors and every *_norm.weight stay F32.
   job.type = p.keep_f32 || job.n_dims <= 1 || p.name.ends_with("_norm.weight") ? DType::F32 : weights;
@@ -99,10 +152,11 @@ Status produce_tensor(const TensorJob& job, const Checkpoint& ck, const gguf::Wr
   if (!elementwise(p.transform)) {
     // The transform moves values across rows: the whole tensor at once.
     std::vector<float> values;
-    for (const safetensors::TensorInfo* t : job.sources) {
+    for (size_t s = 0; s < job.sources.size(); ++s) {
       const size_t at = values.size();
-      values.resize(at + size_t(t->n_elements()));
-      TESSERA_RETURN_IF_ERROR(read_part(*t, 0, std::span(values).subspan(at)));
+      values.resize(at + size_t(job.sources[s]->n_elements()));
+      TESSERA_RETURN_IF_ERROR(read_part(*job.sources[s], 0, std::span(values).subspan(at)));
+      apply_scale(job.scales[s], 0, std::span(values).subspan(at));
     }
     for (const std::string& name : p.sources) ck.release(name);
     TESSERA_RETURN_IF_ERROR(apply_transform(p, values));
@@ -117,6 +171,7 @@ Status produce_tensor(const TensorJob& job, const Checkpoint& ck, const gguf::Wr
     for (int64_t at = begin; at < end; at += block) {
       values.resize(size_t(std::min(block, end - at)));
       TESSERA_RETURN_IF_ERROR(read_part(t, at, values));
+      apply_scale(job.scales[s], at, values);
       if (p.transform == Transform::AddOne) {
         for (float& x : values) x += 1.0f;
       }

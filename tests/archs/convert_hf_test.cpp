@@ -7,10 +7,12 @@
 // refused by name, and no partial output is left.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "common/hf_tokenizer_files.h"
@@ -355,6 +357,100 @@ TEST(ConvertHfQuantized, Q8_0EqualsQuantizingTheF16Conversion) {
     return std::vector<char>(std::istreambuf_iterator<char>(in), {});
   };
   EXPECT_EQ(bytes(dir / "direct.gguf"), bytes(dir / "quantized.gguf"));
+  fs::remove_all(dir);
+}
+
+/// E4M3's value of `b` (1 sign, 4 exponent bits biased by 7, 3 mantissa bits; subnormal at
+/// exponent 0), written here from the format's definition.
+float e4m3(uint8_t b) {
+  const int e = (b >> 3) & 15, m = b & 7;
+  const float v = e == 0 ? std::ldexp(float(m) / 8.0f, -6) : std::ldexp(1.0f + float(m) / 8.0f, e - 7);
+  return b & 0x80 ? -v : v;
+}
+
+// FP8 checkpoints: a weight stored as F8_E4M3 with DeepSeek-V3's block scales
+// (`weight_scale_inv`, blocks from quantization_config.weight_block_size) and one with
+// compressed-tensors' per-row `weight_scale` convert to the scaled values; the scales are
+// not left over.
+TEST(ConvertHfFp8, ScalesAreApplied) {
+  TESSERA_REQUIRE_SHARED(model, kCases[0].model);
+  const fs::path dir = temp_dir("fp8");
+  write_hf_folder(model, kCases[0], dir / "hf");
+  json index;
+  std::ifstream(dir / "hf" / "model.safetensors.index.json") >> index;
+  const std::string down = "model.layers.0.mlp.down_proj.weight", up = "model.layers.1.mlp.up_proj.weight";
+  std::mt19937 rng(5);
+  std::map<std::string, std::pair<std::vector<uint8_t>, std::vector<float>>> fp8;  // bytes, scales
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string file : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}) {
+    Result<std::unique_ptr<safetensors::File>> f = safetensors::File::open((dir / "hf" / file).string());
+    ASSERT_TRUE(f.is_ok());
+    std::vector<safetensors::WriteTensor> out;
+    std::vector<std::vector<uint8_t>> keep;
+    keep.reserve(8);
+    for (const safetensors::TensorInfo& t : (*f)->tensors()) {
+      if (t.name != down && t.name != up) {
+        out.push_back({t.name, t.dtype, t.shape, {t.data, size_t(t.nbytes)}});
+        continue;
+      }
+      const int64_t rows = t.shape[0], cols = t.shape[1];
+      shapes[t.name] = t.shape;
+      auto& [bytes, scales] = fp8[t.name];
+      bytes.resize(size_t(rows * cols));
+      for (uint8_t& b : bytes) {
+        do b = uint8_t(rng()); while ((b & 0x7F) == 0x7F);  // no NaN
+      }
+      // Blocks of 4 x 8 for down_proj (its sizes are not multiples: partial blocks at the
+      // edges); one scale a row for up_proj.
+      const bool blocks = t.name == down;
+      scales.resize(size_t(blocks ? ((rows + 3) / 4) * ((cols + 7) / 8) : rows));
+      for (float& x : scales) x = 0.01f + float(rng() % 1000) / 1000.0f;
+      keep.push_back(bytes);
+      out.push_back({t.name, safetensors::Dtype::F8_E4M3, t.shape, keep.back()});
+      const std::string scale_name = t.name + (blocks ? "_scale_inv" : "_scale");
+      keep.emplace_back(reinterpret_cast<const uint8_t*>(scales.data()),
+                        reinterpret_cast<const uint8_t*>(scales.data() + scales.size()));
+      out.push_back({scale_name, safetensors::Dtype::F32,
+                     blocks ? std::vector<int64_t>{(rows + 3) / 4, (cols + 7) / 8} : std::vector<int64_t>{rows, 1},
+                     keep.back()});
+      index["weight_map"][scale_name] = file;
+    }
+    // Written beside the shard, which `out` still reads from, then moved over it.
+    ASSERT_TRUE(safetensors::write((dir / "hf" / (file + ".new")).string(), out).is_ok());
+    f->reset();
+    fs::rename(dir / "hf" / (file + ".new"), dir / "hf" / file);
+  }
+  ASSERT_EQ(fp8.size(), 2u);
+  std::ofstream(dir / "hf" / "model.safetensors.index.json") << index.dump();
+  json config;
+  std::ifstream(dir / "hf" / "config.json") >> config;
+  config["quantization_config"] = {{"quant_method", "fp8"}, {"weight_block_size", {4, 8}}};
+  std::ofstream(dir / "hf" / "config.json") << config.dump();
+  ConvertParams p;
+  p.input_dir = (dir / "hf").string();
+  p.output_path = (dir / "out.gguf").string();
+  p.type = "f32";
+  Result<ConvertReport> r = convert_checkpoint(p);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  Result<std::unique_ptr<gguf::File>> got = gguf::File::open(p.output_path);
+  ASSERT_TRUE(got.is_ok());
+  for (const auto& [name, gguf_name] : {std::pair{down, "blk.0.ffn_down.weight"}, std::pair{up, "blk.1.ffn_up.weight"}}) {
+    SCOPED_TRACE(name);
+    const gguf::TensorInfo* t = (*got)->find_tensor(gguf_name);
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->type, DType::F32);
+    const auto& [bytes, scales] = fp8.at(name);
+    const int64_t cols = shapes.at(name)[1];
+    size_t differ = 0;
+    for (size_t e = 0; e < bytes.size(); ++e) {
+      const int64_t row = int64_t(e) / cols, col = int64_t(e) % cols;
+      const float scale = name == down ? scales[size_t((row / 4) * ((cols + 7) / 8) + col / 8)] : scales[size_t(row)];
+      float have;
+      std::memcpy(&have, t->data + e * 4, 4);
+      differ += have != e4m3(bytes[e]) * scale;
+    }
+    EXPECT_EQ(differ, 0u) << "of " << bytes.size();
+  }
   fs::remove_all(dir);
 }
 
