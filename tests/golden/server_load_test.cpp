@@ -49,7 +49,8 @@ constexpr int kRssAfter = 50;  // the first RSS sample, after this many requests
 // for the whole test (measured: 137 MiB after 50 requests, 359 MiB after 400). There the
 // bound is not checked; LeakSanitizer checks the server's heap when it exits instead
 // (stop() must return 0, and ASAN_OPTIONS=detect_leaks=1 makes a leak a non-zero exit).
-#if defined(__SANITIZE_ADDRESS__)
+// (TESSERA_SANITIZED_BUILD: the sanitizer build, whose test code itself is not instrumented.)
+#if defined(TESSERA_SANITIZED_BUILD) || defined(__SANITIZE_ADDRESS__)
 constexpr bool kAddressSanitizer = true;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
