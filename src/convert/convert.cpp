@@ -30,6 +30,21 @@ Result<DType> float_type(const std::string& type) {
   return Status::error("not a float type");
 }
 
+/// FP8 checkpoints' scale blocks: config.json's quantization_config.weight_block_size, else
+/// DeepSeek-V3's 128 x 128.
+Result<std::array<int64_t, 2>> fp8_block_size(const convert::HfConfig& c) {
+  std::array<int64_t, 2> block = {128, 128};
+  if (!c.has("quantization_config")) return block;
+  const nlohmann::json& q = c.json()["quantization_config"];
+  if (!q.is_object() || !q.contains("weight_block_size")) return block;
+  const nlohmann::json& b = q["weight_block_size"];
+  if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer()) return block;
+  if (b[0].get<int64_t>() < 1 || b[1].get<int64_t>() < 1) {
+    return Status::error("convert: config.json's quantization_config.weight_block_size must be two positive sizes");
+  }
+  return std::array<int64_t, 2>{b[0].get<int64_t>(), b[1].get<int64_t>()};
+}
+
 /// The GGUF of the checkpoint's weights at `type` (f32/f16/bf16), written to `path`. Every
 /// tensor is found and checked first (nothing is written for a checkpoint that cannot
 /// convert); the bytes are produced as the file is written, one block at a time.
@@ -39,22 +54,11 @@ Status write_weights(const ConvertParams& p, const convert::HfConfig& c, const c
   if (!ck) return ck.status();
   Result<std::vector<TensorPlan>> plan = convert::plan_tensors(arch, c, **ck, w);
   if (!plan) return plan.status();
-  // FP8 checkpoints' scale blocks (quantization_config.weight_block_size; DeepSeek-V3's 128 x 128).
-  std::array<int64_t, 2> fp8_block = {128, 128};
-  if (c.has("quantization_config")) {
-    const nlohmann::json& q = c.json()["quantization_config"];
-    if (q.is_object() && q.contains("weight_block_size") && q["weight_block_size"].is_array() &&
-        q["weight_block_size"].size() == 2 && q["weight_block_size"][0].is_number_integer() &&
-        q["weight_block_size"][1].is_number_integer()) {
-      fp8_block = {q["weight_block_size"][0].get<int64_t>(), q["weight_block_size"][1].get<int64_t>()};
-    }
-    if (fp8_block[0] < 1 || fp8_block[1] < 1) {
-      return Status::error("convert: config.json's quantization_config.weight_block_size must be two positive sizes");
-    }
-  }
+  Result<std::array<int64_t, 2>> fp8_block = fp8_block_size(c);
+  if (!fp8_block) return fp8_block.status();
   const size_t n = plan->size();
   for (size_t i = 0; i < n; ++i) {
-    Result<convert::TensorJob> job = convert::prepare_tensor((*plan)[i], **ck, type, fp8_block);
+    Result<convert::TensorJob> job = convert::prepare_tensor((*plan)[i], **ck, type, *fp8_block);
     if (!job) return job.status();
     w.add_tensor_stream((*plan)[i].name, job->type, job->ne, job->n_dims, job->nbytes,
                         [&p, &ck, i, n, job = *job](const gguf::Writer::ByteSink& out) {

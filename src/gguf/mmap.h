@@ -24,6 +24,7 @@ class MappedFile {
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+
  private:
   MappedFile(const uint8_t* data, size_t size) : data_(data), size_(size) {}
   void reset();

@@ -77,7 +77,7 @@ class BpeAlgorithm final : public Algorithm {
 
   const Vocab& vocab_;
   const PreTokenizerSpec* spec_;
-  bool ignore_merges_;  // the vocabulary's tokenizer.ggml.ignore_merges, else the spec's
+  bool ignore_merges_;  // the vocabulary's tokenizer.tessera.ignore_merges, else the spec's
   PreTokenizer pre_;
   std::vector<int32_t> byte_symbol_;  // [256]: the symbol of each byte's code point
   std::unordered_map<std::string, int32_t> extra_ids_;  // texts past the vocabulary

@@ -91,9 +91,6 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
   return Tokenizer::from_gguf(**file);
 }
 
-/// --jsonl: every line of `text` is a JSON string; one JSON array of its ids is printed per
-/// line. Many texts share one load of the vocabulary (a 256k-token one takes a while to
-/// load), and texts with newlines pass intact.
 /// What the summary line names: the tokenizer model and its pre-tokenizer.
 std::string kind_of(const Tokenizer& t) {
   std::string kind(t.model_name());
@@ -101,6 +98,9 @@ std::string kind_of(const Tokenizer& t) {
   return kind;
 }
 
+/// --jsonl: every line of `text` is a JSON string; one JSON array of its ids is printed per
+/// line. Many texts share one load of the vocabulary (a 256k-token one takes a while to
+/// load), and texts with newlines pass intact.
 int tokenize_lines(const Tokenizer& t, const std::string& text, const TokenizeOptions& o) {
   std::istringstream lines(text);
   std::string line;
