@@ -131,6 +131,91 @@ struct BlockQ8_K {
   int16_t bsums[QK_K / 16];
 };
 
+// ---- i-quants and ternary formats --------------------------------------------------------
+// The element layout of each is documented at its dequantization (iq*.cpp, ternary.cpp);
+// the grids and tables they index are in iq_tables.h.
+inline constexpr int QK4_NL = 32;
+
+/// IQ4_NL: x = d * kIq4nlValues[q], q a nibble packed as in Q4_0.
+struct BlockIQ4_NL {
+  uint16_t d;  // fp16 scale
+  uint8_t qs[QK4_NL / 2];
+};
+
+/// IQ4_XS: 8 sub-blocks of 32; x = d * (ls - 32) * kIq4nlValues[q], ls a 6-bit scale
+/// (low 4 bits in scales_l, high 2 bits in scales_h); nibbles of a sub-block as in Q4_0.
+struct BlockIQ4_XS {
+  uint16_t d;  // fp16 super-scale
+  uint16_t scales_h;
+  uint8_t scales_l[QK_K / 64];
+  uint8_t qs[QK_K / 2];
+};
+
+/// IQ2_XXS: 2.0625 bits per weight; groups of 8 on kIq2xxsGrid with 7-bit sign indices.
+struct BlockIQ2_XXS {
+  uint16_t d;  // fp16
+  uint16_t qs[QK_K / 8];
+};
+
+/// IQ2_XS: 2.3125 bits per weight; 9-bit indices into kIq2xsGrid, 4-bit sub-block scales.
+struct BlockIQ2_XS {
+  uint16_t d;  // fp16
+  uint16_t qs[QK_K / 8];
+  uint8_t scales[QK_K / 32];
+};
+
+/// IQ2_S: 2.5625 bits per weight; 10-bit indices into kIq2sGrid, explicit sign bytes.
+struct BlockIQ2_S {
+  uint16_t d;  // fp16
+  uint8_t qs[QK_K / 4];
+  uint8_t qh[QK_K / 32];
+  uint8_t scales[QK_K / 32];
+};
+
+/// IQ3_XXS: 3.0625 bits per weight; groups of 4 on kIq3xxsGrid.
+struct BlockIQ3_XXS {
+  uint16_t d;  // fp16
+  uint8_t qs[3 * QK_K / 8];
+};
+
+/// IQ3_S: 3.4375 bits per weight; 9-bit indices into kIq3sGrid, explicit sign bytes.
+struct BlockIQ3_S {
+  uint16_t d;  // fp16
+  uint8_t qs[QK_K / 4];
+  uint8_t qh[QK_K / 32];
+  uint8_t signs[QK_K / 8];
+  uint8_t scales[QK_K / 64];
+};
+
+/// IQ1_S: 1.5625 bits per weight; 11-bit indices into kIq1sGrid, 3-bit scales and a
+/// shift sign per 32 in qh.
+struct BlockIQ1_S {
+  uint16_t d;  // fp16
+  uint8_t qs[QK_K / 8];
+  uint16_t qh[QK_K / 32];
+};
+
+/// IQ1_M: 1.75 bits per weight; the fp16 super-scale is spread over the top nibbles of
+/// the four uint16 words of scales.
+struct BlockIQ1_M {
+  uint8_t qs[QK_K / 8];
+  uint8_t qh[QK_K / 16];
+  uint8_t scales[QK_K / 32];
+};
+
+/// TQ1_0: ternary, 1.6875 bits per weight: five trits a byte in qs, four in qh.
+struct BlockTQ1_0 {
+  uint8_t qs[(QK_K - 4 * QK_K / 64) / 5];
+  uint8_t qh[QK_K / 64];
+  uint16_t d;  // fp16
+};
+
+/// TQ2_0: ternary, 2.0625 bits per weight: q in {0, 1, 2} two bits each, x = d * (q - 1).
+struct BlockTQ2_0 {
+  uint8_t qs[QK_K / 4];
+  uint16_t d;  // fp16
+};
+
 /// Offsets of a weight block's fp16 fields: the scale, then the min where there is one
 /// (Q4_1, Q5_1: m; Q2_K, Q4_K, Q5_K: dmin).
 inline std::vector<size_t> fp16_fields(DType t) {
@@ -172,5 +257,16 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+static_assert(sizeof(BlockIQ2_XS) == 74);
+static_assert(sizeof(BlockIQ2_S) == 82);
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+static_assert(sizeof(BlockIQ3_S) == 110);
+static_assert(sizeof(BlockIQ1_S) == 50);
+static_assert(sizeof(BlockIQ1_M) == 56);
+static_assert(sizeof(BlockTQ1_0) == 54);
+static_assert(sizeof(BlockTQ2_0) == 66);
 
 }  // namespace tessera::quant

@@ -31,13 +31,20 @@ const Format* format(DType t) {
   return nullptr;
 }
 
-size_t quantize_rows(DType t, const float* src, void* dst, int64_t n_rows, int64_t n_per_row) {
+size_t quantize_rows(DType t, const float* src, void* dst, int64_t n_rows, int64_t n_per_row,
+                     const float* importance) {
   const Format* f = format(t);
   TESSERA_CHECK_MSG(f != nullptr, "quantize_rows: not a quantized type");
+  TESSERA_CHECK_MSG(importance != nullptr || !f->needs_importance,
+                    "quantize_rows: this type needs importance weights");
   const size_t row_bytes = dtype_row_size(t, n_per_row);
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t r = 0; r < n_rows; ++r) {
-    f->quantize(src + r * n_per_row, out + size_t(r) * row_bytes, n_per_row);
+    if (importance != nullptr && f->quantize_weighted != nullptr) {
+      f->quantize_weighted(src + r * n_per_row, out + size_t(r) * row_bytes, n_per_row, importance);
+    } else {
+      f->quantize(src + r * n_per_row, out + size_t(r) * row_bytes, n_per_row);
+    }
   }
   return size_t(n_rows) * row_bytes;
 }

@@ -19,6 +19,10 @@ using QuantizeFn = void (*)(const float* x, void* y, int64_t n);
 using DequantizeFn = void (*)(const void* x, float* y, int64_t n);
 /// Dot product of n elements: x in the format, y in its dot_partner format.
 using VecDotFn = float (*)(int64_t n, const void* x, const void* y);
+/// Quantizes n elements with importance weights: importance[i] (>= 0, n of them: an
+/// importance matrix's values for the row's columns, see `tessera imatrix`) is how much
+/// element i's squared error counts in the format's search.
+using QuantizeWeightedFn = void (*)(const float* x, void* y, int64_t n, const float* importance);
 
 /// One quantized format.
 struct Format {
@@ -27,15 +31,24 @@ struct Format {
   QuantizeFn quantize;
   DequantizeFn dequantize;
   VecDotFn vec_dot;
+  /// The search with importance weights; null where the format has none (then the
+  /// weights are not used).
+  QuantizeWeightedFn quantize_weighted = nullptr;
+  /// The format is only written with importance weights (the low-bit i-quants: without
+  /// them the reference quantizer refuses, and the result is poor).
+  bool needs_importance = false;
 };
 
 /// The format of a quantized type, or nullptr for types that are not block-quantized
-/// here (F32, F16, the IQ and TQ families, ...).
+/// (F32, F16, BF16, the integer types, the repacked layouts).
 const Format* format(DType t);
 
 /// Quantizes n_rows rows of n_per_row floats (row-major, dense) into dst, row after row.
-/// n_per_row must be a multiple of the block size. Returns the bytes written.
-size_t quantize_rows(DType t, const float* src, void* dst, int64_t n_rows, int64_t n_per_row);
+/// n_per_row must be a multiple of the block size. Returns the bytes written. With
+/// `importance` (n_per_row values, the same for every row) the format's weighted search is
+/// used where it has one; a format that needs_importance must be given them.
+size_t quantize_rows(DType t, const float* src, void* dst, int64_t n_rows, int64_t n_per_row,
+                     const float* importance = nullptr);
 /// Inverse of quantize_rows: n_rows dense rows of n_per_row elements to floats.
 void dequantize_rows(DType t, const void* src, float* dst, int64_t n_rows, int64_t n_per_row);
 
