@@ -172,13 +172,22 @@ struct BlockIQ2_S {
   uint8_t scales[QK_K / 32];
 };
 
-/// IQ3_XXS: 3.0625 bits per weight; groups of 4 on kIq3xxsGrid.
+/// IQ3_XXS: 3.0625 bits per weight; 8 sub-blocks of 32, each 8 groups of 4 on kIq3xxsGrid.
+/// qs[0..63]: grid index of group k of sub-block ib at qs[8 ib + k] (element e of the block:
+/// ib = e / 32, k = (e % 32) / 4, coordinate e % 4). qs[64..95]: one little-endian uint32
+/// per sub-block, at qs[64 + 4 ib]: bits 7 l..7 l + 6 are the kIq2Signs index of its 8
+/// elements 8 l..8 l + 7 (bit j of the mask set: element 8 l + j negative), bits 28..31 a
+/// scale s. x = d * (s + 1/2) / 2 * (+-grid).
 struct BlockIQ3_XXS {
   uint16_t d;  // fp16
   uint8_t qs[3 * QK_K / 8];
 };
 
-/// IQ3_S: 3.4375 bits per weight; 9-bit indices into kIq3sGrid, explicit sign bytes.
+/// IQ3_S: 3.4375 bits per weight; 8 sub-blocks of 32, each 8 groups of 4 on kIq3sGrid.
+/// Group k (0..7) of sub-block ib has the 9-bit index qs[8 ib + k] | (bit k of qh[ib]) << 8;
+/// element e is negative when bit e % 8 of signs[e / 8] is set; sub-block ib's 4-bit
+/// scale s is the low (ib even) or high (ib odd) nibble of scales[ib / 2].
+/// x = d * (2 s + 1) * (+-grid).
 struct BlockIQ3_S {
   uint16_t d;  // fp16
   uint8_t qs[QK_K / 4];
@@ -187,16 +196,23 @@ struct BlockIQ3_S {
   uint8_t scales[QK_K / 64];
 };
 
-/// IQ1_S: 1.5625 bits per weight; 11-bit indices into kIq1sGrid, 3-bit scales and a
-/// shift sign per 32 in qh.
+/// IQ1_S: 1.5625 bits per weight; 8 sub-blocks of 32, each 4 groups of 8 on kIq1sGrid
+/// (values -1, 0, +1). Group l (0..3) of sub-block ib has the 11-bit index
+/// qs[4 ib + l] | ((qh[ib] >> 3 l) & 7) << 8; bits 12..14 of qh[ib] are the sub-block's
+/// scale s, bit 15 the sign of its shift delta = +-kIq1Delta (set: negative).
+/// x = d * (2 s + 1) * (grid + delta).
 struct BlockIQ1_S {
   uint16_t d;  // fp16
   uint8_t qs[QK_K / 8];
   uint16_t qh[QK_K / 32];
 };
 
-/// IQ1_M: 1.75 bits per weight; the fp16 super-scale is spread over the top nibbles of
-/// the four uint16 words of scales.
+/// IQ1_M: 1.75 bits per weight; 32 groups of 8 on kIq1sGrid (values -1, 0, +1). Group g
+/// has the 11-bit index qs[g] | (n & 7) << 8 and the shift delta = +-kIq1Delta (bit 3 of n
+/// set: negative), n the low (g even) or high (g odd) nibble of qh[g / 2]. scales is read
+/// as four little-endian uint16 words w[0..3]: the 3-bit scale s of elements 16 h..16 h + 15
+/// is (w[h / 4] >> 3 (h % 4)) & 7, and the fp16 super-scale d has its nibble k (low first)
+/// in bits 12..15 of w[k]. x = d * (2 s + 1) * (grid + delta).
 struct BlockIQ1_M {
   uint8_t qs[QK_K / 8];
   uint8_t qh[QK_K / 16];

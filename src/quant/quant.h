@@ -28,7 +28,7 @@ using QuantizeWeightedFn = void (*)(const float* x, void* y, int64_t n, const fl
 struct Format {
   DType type;
   DType dot_partner;  // the type activations are quantized to for vec_dot
-  QuantizeFn quantize;
+  QuantizeFn quantize;  // null where the engine only reads the format
   DequantizeFn dequantize;
   VecDotFn vec_dot;
   /// The search with importance weights; null where the format has none (then the
@@ -101,5 +101,15 @@ float vec_dot_q4_K_q8_K(int64_t n, const void* x, const void* y);
 float vec_dot_q5_K_q8_K(int64_t n, const void* x, const void* y);
 float vec_dot_q6_K_q8_K(int64_t n, const void* x, const void* y);
 float vec_dot_q8_K_q8_K(int64_t n, const void* x, const void* y);
+
+// i-quants, read side (iq3.cpp, iq1.cpp); dot partner Q8_K.
+void dequantize_iq3_xxs(const void* x, float* y, int64_t n);
+void dequantize_iq3_s(const void* x, float* y, int64_t n);
+void dequantize_iq1_s(const void* x, float* y, int64_t n);
+void dequantize_iq1_m(const void* x, float* y, int64_t n);
+float vec_dot_iq3_xxs_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_iq3_s_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_iq1_s_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_iq1_m_q8_K(int64_t n, const void* x, const void* y);
 
 }  // namespace tessera::quant
