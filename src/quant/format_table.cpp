@@ -2,6 +2,7 @@
 #include <array>
 
 #include "core/check.h"
+#include "quant/iq_quantize.h"
 #include "quant/quant.h"
 
 namespace tessera::quant {
@@ -20,8 +21,10 @@ constexpr Format kFormats[] = {
     {DType::Q5_K, DType::Q8_K, quantize_q5_K, dequantize_q5_K, vec_dot_q5_K_q8_K},
     {DType::Q6_K, DType::Q8_K, quantize_q6_K, dequantize_q6_K, vec_dot_q6_K_q8_K},
     {DType::Q8_K, DType::Q8_K, quantize_q8_K, dequantize_q8_K, vec_dot_q8_K_q8_K},
-    {DType::IQ3_XXS, DType::Q8_K, nullptr, dequantize_iq3_xxs, vec_dot_iq3_xxs_q8_K},
-    {DType::IQ3_S, DType::Q8_K, nullptr, dequantize_iq3_s, vec_dot_iq3_s_q8_K},
+    {DType::IQ3_XXS, DType::Q8_K, quantize_iq3_xxs, dequantize_iq3_xxs, vec_dot_iq3_xxs_q8_K,
+     quantize_iq3_xxs_weighted},
+    {DType::IQ3_S, DType::Q8_K, quantize_iq3_s, dequantize_iq3_s, vec_dot_iq3_s_q8_K,
+     quantize_iq3_s_weighted},
     {DType::IQ1_S, DType::Q8_K, nullptr, dequantize_iq1_s, vec_dot_iq1_s_q8_K, nullptr, true},
     {DType::IQ1_M, DType::Q8_K, nullptr, dequantize_iq1_m, vec_dot_iq1_m_q8_K, nullptr, true},
 };
