@@ -25,8 +25,10 @@ constexpr Format kFormats[] = {
      quantize_iq3_xxs_weighted},
     {DType::IQ3_S, DType::Q8_K, quantize_iq3_s, dequantize_iq3_s, vec_dot_iq3_s_q8_K,
      quantize_iq3_s_weighted},
-    {DType::IQ1_S, DType::Q8_K, nullptr, dequantize_iq1_s, vec_dot_iq1_s_q8_K, nullptr, true},
-    {DType::IQ1_M, DType::Q8_K, nullptr, dequantize_iq1_m, vec_dot_iq1_m_q8_K, nullptr, true},
+    {DType::IQ1_S, DType::Q8_K, quantize_iq1_s, dequantize_iq1_s, vec_dot_iq1_s_q8_K,
+     quantize_iq1_s_weighted, true},
+    {DType::IQ1_M, DType::Q8_K, quantize_iq1_m, dequantize_iq1_m, vec_dot_iq1_m_q8_K,
+     quantize_iq1_m_weighted, true},
 };
 
 }  // namespace

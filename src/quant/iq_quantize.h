@@ -17,4 +17,10 @@ void quantize_iq3_xxs_weighted(const float* x, void* y, int64_t n, const float* 
 void quantize_iq3_s(const float* x, void* y, int64_t n);
 void quantize_iq3_s_weighted(const float* x, void* y, int64_t n, const float* importance);
 
+// iq_quantize_iq1.cpp
+void quantize_iq1_s(const float* x, void* y, int64_t n);
+void quantize_iq1_s_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_iq1_m(const float* x, void* y, int64_t n);
+void quantize_iq1_m_weighted(const float* x, void* y, int64_t n, const float* importance);
+
 }  // namespace tessera::quant
