@@ -11,6 +11,14 @@
 
 namespace tessera::quant {
 
+// iq_quantize_iq2.cpp
+void quantize_iq2_xxs(const float* x, void* y, int64_t n);
+void quantize_iq2_xxs_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_iq2_xs(const float* x, void* y, int64_t n);
+void quantize_iq2_xs_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_iq2_s(const float* x, void* y, int64_t n);
+void quantize_iq2_s_weighted(const float* x, void* y, int64_t n, const float* importance);
+
 // iq_quantize_iq3.cpp
 void quantize_iq3_xxs(const float* x, void* y, int64_t n);
 void quantize_iq3_xxs_weighted(const float* x, void* y, int64_t n, const float* importance);
