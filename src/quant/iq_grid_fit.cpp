@@ -89,7 +89,9 @@ float fit_grid(const GridFit& fit, const float* xval, const float* weight, const
     int j = grid.index_of(key);
     // Off the grid only when no trial was kept and no refit ran (a degenerate
     // sub-block): its nearest point, so that what is stored is always a grid point.
-    if (j < 0) j = grid.best_neighbour(key, xval + g * dims, waux + g * dims, scale, value, L + g * dims);
+    if (j < 0) {
+      j = grid.best_neighbour(key, xval + g * dims, waux + g * dims, scale, value, L + g * dims);
+    }
     index[g] = uint16_t(j);
   }
   return scale;

@@ -12,9 +12,9 @@ namespace tessera::quant::detail {
 
 /// Which groups are fitted again at the best trial scale.
 enum class Refit {
-  kAll,            // every group, always (IQ2_XXS)
-  kOffGrid,        // the groups that were off the grid at that scale, if any (IQ2_XS, IQ2_S, IQ3_XXS)
-  kAllIfOffGrid,   // every group, if any was off the grid (IQ3_S)
+  kAll,           // every group, always (IQ2_XXS)
+  kOffGrid,       // the groups off the grid at that scale (IQ2_XS, IQ2_S, IQ3_XXS)
+  kAllIfOffGrid,  // every group, if any was off the grid (IQ3_S)
 };
 
 /// A format's choices for fit_grid.
@@ -33,8 +33,9 @@ struct GridFit {
 /// scale (2 max_level + 1 + t trial_step) / reference, takes the best neighbour (weights
 /// waux) of a combination that is not a grid point, and keeps the trial whose
 /// least-squares scale explains the most of sum weight * xval^2; the groups are then fitted
-/// again at that scale (per `refit`) and the scale recomputed. start_scale is the scale
-/// if no trial improves on nothing. Writes each group's grid index; returns the scale.
+/// again at that scale (per `refit`) and the scale recomputed. start_scale is kept where no
+/// trial gives a positive fit (degenerate sub-blocks). Writes each group's grid index;
+/// returns the scale.
 float fit_grid(const GridFit& fit, const float* xval, const float* weight, const float* waux,
                float reference, float start_scale, uint16_t* index);
 

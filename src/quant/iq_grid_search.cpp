@@ -22,7 +22,8 @@ std::vector<uint8_t> half_distances(const std::vector<uint8_t>& levels, int size
     for (int j = 0; j < size; ++j) {
       int sum = 0;
       for (int i = 0; i < n; ++i) {
-        const int diff = ((k >> (bits * i)) & ((1 << bits) - 1)) - levels[size_t(j) * dims + first + i];
+        const int diff =
+            ((k >> (bits * i)) & ((1 << bits) - 1)) - levels[size_t(j) * dims + first + i];
         sum += diff * diff;
       }
       d[size_t(k) * size + j] = uint8_t(sum);
@@ -58,23 +59,21 @@ IqGrid::IqGrid(std::span<const uint64_t> points, int dims, std::span<const uint8
   const std::vector<uint8_t> low = half_distances(levels_, size_, dims_, bits_, 0, half);
   const std::vector<uint8_t> high = half_distances(levels_, size_, dims_, bits_, half, half);
   std::vector<int> dist(size_t(size_), 0);
+  const int max_dist = dims_ * ((1 << bits_) - 1) * ((1 << bits_) - 1);
+  std::vector<int> count(size_t(max_dist) + 1);  // points at each distance
   std::vector<int> nearest;  // the n_nearest smallest distinct distances, ascending
   for (int k = 0; k < n_keys; ++k) {
     if (map_[size_t(k)] >= 0) continue;
     const uint8_t* dl = low.data() + size_t(k & half_mask) * size_;
     const uint8_t* dh = high.data() + size_t(k >> (bits_ * half)) * size_;
-    nearest.clear();
+    std::fill(count.begin(), count.end(), 0);
     for (int j = 0; j < size_; ++j) {
-      const int d = dl[j] + dh[j];
-      dist[size_t(j)] = d;
-      const auto at = std::lower_bound(nearest.begin(), nearest.end(), d);
-      if (at != nearest.end() && *at == d) continue;
-      if (int(nearest.size()) < n_nearest) {
-        nearest.insert(at, d);
-      } else if (at != nearest.end()) {
-        nearest.insert(at, d);
-        nearest.pop_back();
-      }
+      dist[size_t(j)] = dl[j] + dh[j];
+      ++count[size_t(dist[size_t(j)])];
+    }
+    nearest.clear();
+    for (int d = 0; d <= max_dist && int(nearest.size()) < n_nearest; ++d) {
+      if (count[size_t(d)] > 0) nearest.push_back(d);
     }
     map_[size_t(k)] = -int32_t(neighbours_.size() + 1);
     const size_t count_at = neighbours_.size();
@@ -95,8 +94,8 @@ std::span<const uint16_t> IqGrid::neighbours(int key) const {
   return {list + 1, list[0]};
 }
 
-int IqGrid::best_neighbour(int key, const float* x, const float* w, float scale,
-                           const float* value, int8_t* L) const {
+int IqGrid::best_neighbour(int key, const float* x, const float* w, float scale, const float* value,
+                           int8_t* L) const {
   const std::span<const uint16_t> candidates = neighbours(key);
   int best = candidates[0];
   float best_d2 = FLT_MAX;
@@ -124,9 +123,7 @@ const IqGrid& iq_grid(IqGridKind kind) {
   static constexpr uint8_t kIq3xxsValues[] = {4, 12, 20, 28, 36, 44, 52, 62};
   static constexpr uint8_t kIq3sValues[] = {1, 3, 5, 7, 9, 11, 13, 15};
   static constexpr uint8_t kIq1Values[] = {0xff, 0x00, 0x01};  // int8 -1, 0, +1
-  const auto widen = [](const uint32_t* p, int n) {
-    return std::vector<uint64_t>(p, p + n);
-  };
+  const auto widen = [](const uint32_t* p, int n) { return std::vector<uint64_t>(p, p + n); };
   switch (kind) {
     case IqGridKind::kIq2xxs: {
       static const IqGrid g({kIq2xxsGrid, 256}, 8, kIq2Values, 2);

@@ -46,7 +46,7 @@ using detail::sum_squares;
 
 constexpr float kEpsIq1s = 1e-12f;  // smallest maximum |x| of a non-zero sub-block
 constexpr float kEpsIq1m = 1e-7f;
-constexpr int kZeroPoint = 1029;    // kIq1sGrid's all-zero point
+constexpr int kZeroPoint = 1029;  // kIq1sGrid's all-zero point
 
 // What levels 0, 1, 2 stand for with a + or a - shift.
 constexpr float kPlus[3] = {-1 + kIq1Delta, kIq1Delta, 1 + kIq1Delta};
@@ -68,8 +68,8 @@ void sort_order(const float* x, int* order) {
 
 // Moves each group of 8 (levels in L, shift values value[g]) onto the grid; where one
 // was off it, refits the scale. Writes the grid indices.
-void snap_groups(int n_groups, const float* x, const float* w, const float* const* value,
-                 int8_t* L, float* scale, uint16_t* index) {
+void snap_groups(int n_groups, const float* x, const float* w, const float* const* value, int8_t* L,
+                 float* scale, uint16_t* index) {
   const IqGrid& grid = iq_grid(IqGridKind::kIq1s);
   bool all_on_grid = true;
   for (int g = 0; g < n_groups; ++g) {
@@ -115,7 +115,9 @@ void quantize_iq1_s_impl(const float* x, void* vy, int64_t n, const float* impor
       const float* xs = xb + kSub * s;
       const float* qs = importance ? importance + b * QK_K + kSub * s : nullptr;
       float weight[kSub];
-      for (int i = 0; i < kSub; ++i) weight[i] = (qs ? qs[i] : 1.0f) * std::sqrt(sigma2 + xs[i] * xs[i]);
+      for (int i = 0; i < kSub; ++i) {
+        weight[i] = (qs ? qs[i] : 1.0f) * std::sqrt(sigma2 + xs[i] * xs[i]);
+      }
       uint16_t index[kSub / 8] = {kZeroPoint, kZeroPoint, kZeroPoint, kZeroPoint};
       const float max = abs_max(xs, kSub);
       int i1 = -1, i2 = -1, shift = 0;
@@ -137,7 +139,8 @@ void quantize_iq1_s_impl(const float* x, void* vy, int64_t n, const float* impor
               const float* v = sh == 1 ? kPlus : kMinus;
               const float sumqx = (sumx[a] - sumx[0]) * v[0] + (sumx[c] - sumx[a]) * v[1] +
                                   (sumx[kSub] - sumx[c]) * v[2];
-              const float sumq2 = (sumw[a] - sumw[0]) * v[0] * v[0] + (sumw[c] - sumw[a]) * v[1] * v[1] +
+              const float sumq2 = (sumw[a] - sumw[0]) * v[0] * v[0] +
+                                  (sumw[c] - sumw[a]) * v[1] * v[1] +
                                   (sumw[kSub] - sumw[c]) * v[2] * v[2];
               if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
                 scale = sumqx / sumq2;

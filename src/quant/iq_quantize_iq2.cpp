@@ -129,7 +129,9 @@ void quantize_iq2_xxs_impl(const float* x, void* vy, int64_t n, const float* imp
       importance_weights(xs, qb ? qb + 32 * s : nullptr, sigma2, 32, weight);
       sqrt_all(weight, 32, waux);
       uint8_t signs[4];
-      for (int k = 0; k < 4; ++k) signs[k] = split_signs_even(xs + 8 * k, weight + 8 * k, xval + 8 * k);
+      for (int k = 0; k < 4; ++k) {
+        signs[k] = split_signs_even(xs + 8 * k, weight + 8 * k, xval + 8 * k);
+      }
       const float max = *std::max_element(xval, xval + 32);
       if (max < detail::kGroupMaxEps) continue;
       const float qp = qp_scale(32, 4, xval, weight);
@@ -154,7 +156,9 @@ void quantize_iq2_xxs_impl(const float* x, void* vy, int64_t n, const float* imp
     const float d = max_scale / 31;
     y[b].d = f32_to_f16(d);
     const float id = 1 / d;
-    for (int s = 0; s < QK_K / 32; ++s) q2[2 * s + 1] |= uint32_t(scale_code(id, scales[s], 15)) << 28;
+    for (int s = 0; s < QK_K / 32; ++s) {
+      q2[2 * s + 1] |= uint32_t(scale_code(id, scales[s], 15)) << 28;
+    }
     std::memcpy(y[b].qs, q2, sizeof(q2));
   }
 }
@@ -177,7 +181,9 @@ void quantize_iq2_xs_impl(const float* x, void* vy, int64_t n, const float* impo
       importance_weights(xs, qb ? qb + 16 * s : nullptr, sigma2, 16, weight);
       sqrt_all(weight, 16, waux);
       uint8_t signs[2];
-      for (int k = 0; k < 2; ++k) signs[k] = split_signs_even(xs + 8 * k, weight + 8 * k, xval + 8 * k);
+      for (int k = 0; k < 2; ++k) {
+        signs[k] = split_signs_even(xs + 8 * k, weight + 8 * k, xval + 8 * k);
+      }
       const float max = *std::max_element(xval, xval + 16);
       if (max < detail::kGroupMaxEps) continue;
       uint16_t index[2];
@@ -259,7 +265,9 @@ void quantize_iq2_s_impl(const float* x, void* vy, int64_t n, const float* impor
 
 }  // namespace
 
-void quantize_iq2_xxs(const float* x, void* y, int64_t n) { quantize_iq2_xxs_impl(x, y, n, nullptr); }
+void quantize_iq2_xxs(const float* x, void* y, int64_t n) {
+  quantize_iq2_xxs_impl(x, y, n, nullptr);
+}
 void quantize_iq2_xxs_weighted(const float* x, void* y, int64_t n, const float* importance) {
   quantize_iq2_xxs_impl(x, y, n, importance);
 }

@@ -59,9 +59,12 @@ void quantize_iq3_xxs_impl(const float* x, void* vy, int64_t n, const float* imp
     for (int s = 0; s < QK_K / 32; ++s) {
       const float* xs = xb + 32 * s;
       float weight[32], waux[32], xval[32];
-      sub_block_weights(xs, importance ? importance + b * QK_K + 32 * s : nullptr, sigma2, weight, waux);
+      sub_block_weights(xs, importance ? importance + b * QK_K + 32 * s : nullptr, sigma2, weight,
+                        waux);
       uint8_t signs[4];
-      for (int k = 0; k < 4; ++k) signs[k] = split_signs_even(xs + 8 * k, weight + 8 * k, xval + 8 * k);
+      for (int k = 0; k < 4; ++k) {
+        signs[k] = split_signs_even(xs + 8 * k, weight + 8 * k, xval + 8 * k);
+      }
       const float max = *std::max_element(xval, xval + 32);
       if (max < kEpsIq3xxs) continue;
       uint16_t index[8];
@@ -83,7 +86,9 @@ void quantize_iq3_xxs_impl(const float* x, void* vy, int64_t n, const float* imp
     const float d = max_scale / 31;
     y[b].d = f32_to_f16(d * 1.0125f);
     const float id = 1 / d;
-    for (int s = 0; s < QK_K / 32; ++s) signs_scale[s] |= uint32_t(scale_code(id, scales[s], 15)) << 28;
+    for (int s = 0; s < QK_K / 32; ++s) {
+      signs_scale[s] |= uint32_t(scale_code(id, scales[s], 15)) << 28;
+    }
     std::memcpy(y[b].qs, index_bytes, sizeof(index_bytes));
     std::memcpy(y[b].qs + sizeof(index_bytes), signs_scale, sizeof(signs_scale));
   }
@@ -103,7 +108,8 @@ void quantize_iq3_s_impl(const float* x, void* vy, int64_t n, const float* impor
     for (int s = 0; s < QK_K / 32; ++s) {
       const float* xs = xb + 32 * s;
       float weight[32], waux[32], xval[32];
-      sub_block_weights(xs, importance ? importance + b * QK_K + 32 * s : nullptr, sigma2, weight, waux);
+      sub_block_weights(xs, importance ? importance + b * QK_K + 32 * s : nullptr, sigma2, weight,
+                        waux);
       uint8_t signs[4];
       for (int k = 0; k < 4; ++k) signs[k] = split_signs(xs + 8 * k, xval + 8 * k);
       const float max = *std::max_element(xval, xval + 32);
@@ -128,14 +134,17 @@ void quantize_iq3_s_impl(const float* x, void* vy, int64_t n, const float* impor
     blk.d = f32_to_f16(d * 1.033f);
     const float id = 1 / d;
     for (int s = 0; s < QK_K / 32; s += 2) {
-      blk.scales[s / 2] = uint8_t(scale_code(id, scales[s], 15) | (scale_code(id, scales[s + 1], 15) << 4));
+      blk.scales[s / 2] =
+          uint8_t(scale_code(id, scales[s], 15) | (scale_code(id, scales[s + 1], 15) << 4));
     }
   }
 }
 
 }  // namespace
 
-void quantize_iq3_xxs(const float* x, void* y, int64_t n) { quantize_iq3_xxs_impl(x, y, n, nullptr); }
+void quantize_iq3_xxs(const float* x, void* y, int64_t n) {
+  quantize_iq3_xxs_impl(x, y, n, nullptr);
+}
 void quantize_iq3_xxs_weighted(const float* x, void* y, int64_t n, const float* importance) {
   quantize_iq3_xxs_impl(x, y, n, importance);
 }
