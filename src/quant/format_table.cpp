@@ -20,6 +20,9 @@ constexpr Format kFormats[] = {
     {DType::Q5_K, DType::Q8_K, quantize_q5_K, dequantize_q5_K, vec_dot_q5_K_q8_K},
     {DType::Q6_K, DType::Q8_K, quantize_q6_K, dequantize_q6_K, vec_dot_q6_K_q8_K},
     {DType::Q8_K, DType::Q8_K, quantize_q8_K, dequantize_q8_K, vec_dot_q8_K_q8_K},
+    {DType::IQ2_XXS, DType::Q8_K, nullptr, dequantize_iq2_xxs, vec_dot_iq2_xxs_q8_K, nullptr, true},
+    {DType::IQ2_XS, DType::Q8_K, nullptr, dequantize_iq2_xs, vec_dot_iq2_xs_q8_K, nullptr, true},
+    {DType::IQ2_S, DType::Q8_K, nullptr, dequantize_iq2_s, vec_dot_iq2_s_q8_K, nullptr, true},
 };
 
 }  // namespace
@@ -37,10 +40,14 @@ size_t quantize_rows(DType t, const float* src, void* dst, int64_t n_rows, int64
   TESSERA_CHECK_MSG(f != nullptr, "quantize_rows: not a quantized type");
   TESSERA_CHECK_MSG(importance != nullptr || !f->needs_importance,
                     "quantize_rows: this type needs importance weights");
+  // A format may be readable before it is writable (quantize null: no quantizer yet).
+  const bool weighted = importance != nullptr && f->quantize_weighted != nullptr;
+  TESSERA_CHECK_MSG(weighted || f->quantize != nullptr,
+                    "quantize_rows: no quantizer for this type (it can only be read)");
   const size_t row_bytes = dtype_row_size(t, n_per_row);
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t r = 0; r < n_rows; ++r) {
-    if (importance != nullptr && f->quantize_weighted != nullptr) {
+    if (weighted) {
       f->quantize_weighted(src + r * n_per_row, out + size_t(r) * row_bytes, n_per_row, importance);
     } else {
       f->quantize(src + r * n_per_row, out + size_t(r) * row_bytes, n_per_row);
