@@ -151,24 +151,39 @@ struct BlockIQ4_XS {
   uint8_t qs[QK_K / 2];
 };
 
-/// IQ2_XXS: 2.0625 bits per weight; groups of 8 on kIq2xxsGrid with 7-bit sign indices.
+// The IQ2 formats store each group of 8 elements (group g = elements 8 g .. 8 g + 7) as
+// an index into a grid of points (8 unsigned magnitudes, kIq2*Grid) and 8 sign bits
+// (bit j set: element 8 g + j is negative); a 4-bit scale s covers 16 or 32 elements:
+//   x = d * (0.5 + s) / 4 * grid[j] * sign_j.
+// Sign indices of 7 bits stand for the 8-bit pattern kIq2Signs[index].
+
+/// IQ2_XXS: 2.0625 bits per weight; 8 sub-blocks of 32 (groups 4 ib .. 4 ib + 3), each
+/// stored in qs[4 ib .. 4 ib + 3] read as two little-endian uint32 a0 (qs[4 ib],
+/// qs[4 ib + 1]) and a1 (qs[4 ib + 2], qs[4 ib + 3]):
+///   byte l of a0: kIq2xxsGrid index of group 4 ib + l;
+///   bits 7 l .. 7 l + 6 of a1: sign index of group 4 ib + l (l < 4);
+///   bits 28..31 of a1: the scale s of the whole sub-block.
 struct BlockIQ2_XXS {
-  uint16_t d;  // fp16
+  uint16_t d;  // fp16 super-scale
   uint16_t qs[QK_K / 8];
 };
 
-/// IQ2_XS: 2.3125 bits per weight; 9-bit indices into kIq2xsGrid, 4-bit sub-block scales.
+/// IQ2_XS: 2.3125 bits per weight. qs[g] is group g: bits 0..8 its kIq2xsGrid index,
+/// bits 9..15 its sign index. scales[ib]: the scale s of elements 32 ib .. 32 ib + 15
+/// (groups 4 ib, 4 ib + 1) in the low nibble, of the next 16 in the high nibble.
 struct BlockIQ2_XS {
-  uint16_t d;  // fp16
+  uint16_t d;  // fp16 super-scale
   uint16_t qs[QK_K / 8];
   uint8_t scales[QK_K / 32];
 };
 
-/// IQ2_S: 2.5625 bits per weight; 10-bit indices into kIq2sGrid, explicit sign bytes.
+/// IQ2_S: 2.5625 bits per weight. Group g: kIq2sGrid index qs[g] | (bits 2 (g % 4) ..
+/// 2 (g % 4) + 1 of qh[g / 4]) << 8; its 8 sign bits are qs[QK_K / 8 + g] (bit j: element
+/// j, no parity rule). scales as in IQ2_XS.
 struct BlockIQ2_S {
-  uint16_t d;  // fp16
-  uint8_t qs[QK_K / 4];
-  uint8_t qh[QK_K / 32];
+  uint16_t d;             // fp16 super-scale
+  uint8_t qs[QK_K / 4];   // 32 low index bytes, then 32 sign bytes
+  uint8_t qh[QK_K / 32];  // high 2 bits of the indices, four groups a byte
   uint8_t scales[QK_K / 32];
 };
 
@@ -256,6 +271,12 @@ inline std::vector<size_t> fp16_fields(DType t) {
       return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
     case DType::Q6_K:
       return {offsetof(BlockQ6_K, d)};
+    case DType::IQ2_XXS:
+      return {offsetof(BlockIQ2_XXS, d)};
+    case DType::IQ2_XS:
+      return {offsetof(BlockIQ2_XS, d)};
+    case DType::IQ2_S:
+      return {offsetof(BlockIQ2_S, d)};
     default:
       return {};
   }

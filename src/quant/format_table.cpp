@@ -29,6 +29,12 @@ constexpr Format kFormats[] = {
      quantize_iq1_s_weighted, true},
     {DType::IQ1_M, DType::Q8_K, quantize_iq1_m, dequantize_iq1_m, vec_dot_iq1_m_q8_K,
      quantize_iq1_m_weighted, true},
+    {DType::IQ2_XXS, DType::Q8_K, quantize_iq2_xxs, dequantize_iq2_xxs, vec_dot_iq2_xxs_q8_K,
+     quantize_iq2_xxs_weighted, true},
+    {DType::IQ2_XS, DType::Q8_K, quantize_iq2_xs, dequantize_iq2_xs, vec_dot_iq2_xs_q8_K,
+     quantize_iq2_xs_weighted, true},
+    {DType::IQ2_S, DType::Q8_K, quantize_iq2_s, dequantize_iq2_s, vec_dot_iq2_s_q8_K,
+     quantize_iq2_s_weighted, true},
 };
 
 }  // namespace

@@ -112,4 +112,12 @@ float vec_dot_iq3_s_q8_K(int64_t n, const void* x, const void* y);
 float vec_dot_iq1_s_q8_K(int64_t n, const void* x, const void* y);
 float vec_dot_iq1_m_q8_K(int64_t n, const void* x, const void* y);
 
+// 2-bit i-quants, read side (iq2.cpp).
+void dequantize_iq2_xxs(const void* x, float* y, int64_t n);
+void dequantize_iq2_xs(const void* x, float* y, int64_t n);
+void dequantize_iq2_s(const void* x, float* y, int64_t n);
+float vec_dot_iq2_xxs_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_iq2_xs_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_iq2_s_q8_K(int64_t n, const void* x, const void* y);
+
 }  // namespace tessera::quant
