@@ -154,7 +154,9 @@ TEST(IqQuantize, SignRules) {
         ASSERT_EQ(wrong, 0) << "group at " << g;
       }
     }
-    if (even) EXPECT_GT(groups, 0);
+    if (even) {
+      EXPECT_GT(groups, 0);
+    }
   }
 }
 
