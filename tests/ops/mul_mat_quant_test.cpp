@@ -64,11 +64,15 @@ const QuantMulMatCase kCases[] = {
     {DType::Q4_K, 256, 9, 5},
     {DType::Q5_K, 768, 3, 2},
     {DType::Q6_K, 256, 11, 3},
+    {DType::IQ2_XXS, 256, 7, 3},
+    {DType::IQ2_XS, 512, 5, 4},
+    {DType::IQ2_S, 768, 9, 2},
     // Decode (one activation row) and long rows.
     {DType::Q4_0, 4096, 9, 1},
     {DType::Q4_K, 4096, 5, 1},
     {DType::Q6_K, 11008, 3, 1},
     {DType::Q8_0, 4096, 3, 2},
+    {DType::IQ2_XS, 4096, 3, 1},
     // More activation rows than a block, odd everywhere.
     {DType::Q5_K, 256, 19, 23},
     {DType::Q4_1, 64, 17, 33},
@@ -88,18 +92,35 @@ const QuantMulMatCase kCases[] = {
     {DType::Q4_K, 256, 3, 2, 2, 1, 4, 1, kP, true},
 };
 
-// A leaf of quantized weights: random floats quantized with the reference quantizer,
-// in memory the test owns (the harness fills only float leaves).
+// A leaf of quantized weights, in memory the test owns (the harness fills only float
+// leaves): random floats quantized with the reference quantizer (with unit importance
+// where the format asks for it), or, for a format that can only be read, random bytes
+// with small finite fp16 scales.
 Tensor* quant_leaf(OpTest& t, DType type, const Shape& ne, std::vector<uint8_t>& bytes,
                    std::mt19937& rng) {
   Tensor* w = t.graph().arena().new_tensor(type, ne);
   w->flags |= kFlagInput;
   const int64_t n = w->nelements();
-  std::normal_distribution<float> dist(0.0f, 0.05f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (float& v : x) v = dist(rng);
   bytes.assign(dtype_row_size(type, n), 0);
-  quant::quantize_rows(type, x.data(), bytes.data(), n / ne[0], ne[0]);
+  const quant::Format* f = quant::format(type);
+  if (f->quantize == nullptr && f->quantize_weighted == nullptr) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> scale(-0.01f, 0.01f);
+    for (uint8_t& v : bytes) v = uint8_t(byte(rng));
+    for (size_t off = 0; off < bytes.size(); off += dtype_traits(type).type_size) {
+      for (size_t field : fp16_fields(type)) {
+        const uint16_t h = f32_to_f16(scale(rng));
+        std::memcpy(bytes.data() + off + field, &h, 2);
+      }
+    }
+  } else {
+    std::normal_distribution<float> dist(0.0f, 0.05f);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = dist(rng);
+    const std::vector<float> importance(f->needs_importance ? size_t(ne[0]) : 0, 1.0f);
+    quant::quantize_rows(type, x.data(), bytes.data(), n / ne[0], ne[0],
+                         importance.empty() ? nullptr : importance.data());
+  }
   w->data = bytes.data();
   return w;
 }

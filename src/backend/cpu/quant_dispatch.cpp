@@ -27,6 +27,12 @@ QuantMatmul quant_matmul(const QuantKernels& k, DType t) {
       return {DType::Q8_K, k.quantize_q8_K, k.dot_q5_K_q8_K};
     case DType::Q6_K:
       return {DType::Q8_K, k.quantize_q8_K, k.dot_q6_K_q8_K};
+    case DType::IQ2_XXS:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_iq2_xxs_q8_K};
+    case DType::IQ2_XS:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_iq2_xs_q8_K};
+    case DType::IQ2_S:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_iq2_s_q8_K};
     default:
       return {};
   }

@@ -45,6 +45,9 @@ struct QuantKernels {
   QuantDotFn dot_q4_K_q8_K;
   QuantDotFn dot_q5_K_q8_K;
   QuantDotFn dot_q6_K_q8_K;
+  QuantDotFn dot_iq2_xxs_q8_K;
+  QuantDotFn dot_iq2_xs_q8_K;
+  QuantDotFn dot_iq2_s_q8_K;
 };
 
 /// How rows of one weight type are multiplied: activations are quantized to `partner`

@@ -19,6 +19,9 @@ const QuantKernels kQuantKernels = {
     .dot_q4_K_q8_K = quant::vec_dot_q4_K_q8_K,
     .dot_q5_K_q8_K = quant::vec_dot_q5_K_q8_K,
     .dot_q6_K_q8_K = quant::vec_dot_q6_K_q8_K,
+    .dot_iq2_xxs_q8_K = quant::vec_dot_iq2_xxs_q8_K,
+    .dot_iq2_xs_q8_K = quant::vec_dot_iq2_xs_q8_K,
+    .dot_iq2_s_q8_K = quant::vec_dot_iq2_s_q8_K,
 };
 
 }  // namespace tessera::cpu::reference
