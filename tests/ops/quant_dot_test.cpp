@@ -26,13 +26,18 @@
 namespace tessera::cpu {
 namespace {
 
+using test::can_quantize;
 using test::fp16_fields;
+using test::quantize_row;
+using test::set_iq1_m_scale;
 using test::term_magnitude;
 
 using quant::QK_K;
 
-constexpr DType kWeightTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                                  DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kWeightTypes[] = {DType::Q4_0,  DType::Q4_1, DType::Q5_0,    DType::Q5_1,
+                                  DType::Q8_0,  DType::Q2_K, DType::Q3_K,    DType::Q4_K,
+                                  DType::Q5_K,  DType::Q6_K, DType::IQ3_XXS, DType::IQ3_S,
+                                  DType::IQ1_S, DType::IQ1_M};
 constexpr Isa kFastIsas[] = {Isa::Avx2, Isa::Avx512};
 
 int64_t block_size(DType t) { return dtype_traits(t).block_size; }
@@ -73,6 +78,7 @@ std::vector<uint8_t> weight_bytes(DType t, int64_t n, int fill, std::mt19937& rn
       const uint16_t h = f32_to_f16(scale(rng));
       std::memcpy(q.data() + off + field, &h, 2);
     }
+    if (t == DType::IQ1_M) set_iq1_m_scale(q.data() + off, f32_to_f16(scale(rng)));
   }
   return q;
 }
@@ -153,10 +159,11 @@ TEST_P(QuantDotTest, PartnerMatchesTable) {
 
 TEST_P(QuantDotTest, MatchesReferenceOnQuantizedFloats) {
   const DType t = GetParam().type;
+  if (!can_quantize(t)) GTEST_SKIP() << dtype_name(t) << " has no quantizer";
   const DType partner = quant::format(t)->dot_partner;
   std::mt19937 rng(uint32_t(t) * 7919u + 1);
   for (int64_t n : lengths(t)) {
-    const std::vector<uint8_t> x = quantize_ref(t, random_floats(n, rng, 0.02f));
+    const std::vector<uint8_t> x = quantize_row(t, random_floats(n, rng, 0.02f));
     const std::vector<uint8_t> y = quantize_ref(partner, random_floats(n, rng));
     expect_dot(x, y, n, "quantized floats");
   }

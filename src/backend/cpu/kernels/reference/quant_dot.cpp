@@ -19,6 +19,10 @@ const QuantKernels kQuantKernels = {
     .dot_q4_K_q8_K = quant::vec_dot_q4_K_q8_K,
     .dot_q5_K_q8_K = quant::vec_dot_q5_K_q8_K,
     .dot_q6_K_q8_K = quant::vec_dot_q6_K_q8_K,
+    .dot_iq3_xxs_q8_K = quant::vec_dot_iq3_xxs_q8_K,
+    .dot_iq3_s_q8_K = quant::vec_dot_iq3_s_q8_K,
+    .dot_iq1_s_q8_K = quant::vec_dot_iq1_s_q8_K,
+    .dot_iq1_m_q8_K = quant::vec_dot_iq1_m_q8_K,
 };
 
 }  // namespace tessera::cpu::reference
