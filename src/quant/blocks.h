@@ -248,7 +248,8 @@ struct BlockTQ2_0 {
 };
 
 /// Offsets of a weight block's fp16 fields: the scale, then the min where there is one
-/// (Q4_1, Q5_1: m; Q2_K, Q4_K, Q5_K: dmin).
+/// (Q4_1, Q5_1: m; Q2_K, Q4_K, Q5_K: dmin). IQ1_M has none: its scale is spread over
+/// nibbles (blocks.h at BlockIQ1_M).
 inline std::vector<size_t> fp16_fields(DType t) {
   switch (t) {
     case DType::Q4_0:
@@ -277,6 +278,12 @@ inline std::vector<size_t> fp16_fields(DType t) {
       return {offsetof(BlockIQ2_XS, d)};
     case DType::IQ2_S:
       return {offsetof(BlockIQ2_S, d)};
+    case DType::IQ3_XXS:
+      return {offsetof(BlockIQ3_XXS, d)};
+    case DType::IQ3_S:
+      return {offsetof(BlockIQ3_S, d)};
+    case DType::IQ1_S:
+      return {offsetof(BlockIQ1_S, d)};
     default:
       return {};
   }

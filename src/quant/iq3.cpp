@@ -48,7 +48,9 @@ inline int s_index(const BlockIQ3_S& b, int ib, int k) {
 }
 
 // IQ3_S: the 4-bit scale of sub-block ib.
-inline int s_scale(const BlockIQ3_S& b, int ib) { return (b.scales[ib / 2] >> (4 * (ib % 2))) & 0xf; }
+inline int s_scale(const BlockIQ3_S& b, int ib) {
+  return (b.scales[ib / 2] >> (4 * (ib % 2))) & 0xf;
+}
 
 // IQ3_S: the 32 signed grid values of sub-block ib (without the scale).
 void s_values(const BlockIQ3_S& b, int ib, int* v) {

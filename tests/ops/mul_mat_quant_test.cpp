@@ -67,12 +67,19 @@ const QuantMulMatCase kCases[] = {
     {DType::IQ2_XXS, 256, 7, 3},
     {DType::IQ2_XS, 512, 5, 4},
     {DType::IQ2_S, 768, 9, 2},
+    {DType::IQ3_XXS, 256, 7, 3},
+    {DType::IQ3_S, 512, 5, 4},
+    {DType::IQ1_S, 256, 9, 2},
+    {DType::IQ1_M, 768, 3, 5},
     // Decode (one activation row) and long rows.
     {DType::Q4_0, 4096, 9, 1},
     {DType::Q4_K, 4096, 5, 1},
     {DType::Q6_K, 11008, 3, 1},
     {DType::Q8_0, 4096, 3, 2},
     {DType::IQ2_XS, 4096, 3, 1},
+    {DType::IQ3_S, 4096, 5, 1},
+    {DType::IQ3_XXS, 2048, 3, 1},
+    {DType::IQ1_M, 2048, 4, 1},
     // More activation rows than a block, odd everywhere.
     {DType::Q5_K, 256, 19, 23},
     {DType::Q4_1, 64, 17, 33},
@@ -82,6 +89,7 @@ const QuantMulMatCase kCases[] = {
     // GQA: 4 activation planes per weight plane, and broadcast over dim 3.
     {DType::Q8_0, 64, 5, 3, 2, 1, 8, 1},
     {DType::Q3_K, 256, 3, 2, 2, 1, 4, 2},
+    {DType::IQ1_S, 256, 3, 2, 2, 1, 4, 2},
     {DType::Q5_1, 32, 4, 3, 1, 2, 3, 4},
     // Strided activations: quantized from converted rows.
     {DType::Q4_0, 64, 5, 7, 1, 1, 1, 1, kT},
@@ -92,34 +100,39 @@ const QuantMulMatCase kCases[] = {
     {DType::Q4_K, 256, 3, 2, 2, 1, 4, 1, kP, true},
 };
 
-// A leaf of quantized weights, in memory the test owns (the harness fills only float
-// leaves): random floats quantized with the reference quantizer (with unit importance
-// where the format asks for it), or, for a format that can only be read, random bytes
-// with small finite fp16 scales.
+// Blocks of random bytes with random fp16 scales in [-0.05, 0.05] (any bit pattern of the
+// quants and sub-block scales is a valid block).
+void random_blocks(DType type, std::vector<uint8_t>& bytes, std::mt19937& rng) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  for (uint8_t& b : bytes) b = uint8_t(byte(rng));
+  for (size_t off = 0; off < bytes.size(); off += dtype_traits(type).type_size) {
+    for (size_t field : fp16_fields(type)) {
+      const uint16_t h = f32_to_f16(scale(rng));
+      std::memcpy(bytes.data() + off + field, &h, 2);
+    }
+    if (type == DType::IQ1_M) set_iq1_m_scale(bytes.data() + off, f32_to_f16(scale(rng)));
+  }
+}
+
+// A leaf of quantized weights: random floats quantized with the reference quantizer (or
+// random blocks, for a format the engine only reads), in memory the test owns (the
+// harness fills only float leaves).
 Tensor* quant_leaf(OpTest& t, DType type, const Shape& ne, std::vector<uint8_t>& bytes,
                    std::mt19937& rng) {
   Tensor* w = t.graph().arena().new_tensor(type, ne);
   w->flags |= kFlagInput;
   const int64_t n = w->nelements();
   bytes.assign(dtype_row_size(type, n), 0);
-  const quant::Format* f = quant::format(type);
-  if (f->quantize == nullptr && f->quantize_weighted == nullptr) {
-    std::uniform_int_distribution<int> byte(0, 255);
-    std::uniform_real_distribution<float> scale(-0.01f, 0.01f);
-    for (uint8_t& v : bytes) v = uint8_t(byte(rng));
-    for (size_t off = 0; off < bytes.size(); off += dtype_traits(type).type_size) {
-      for (size_t field : fp16_fields(type)) {
-        const uint16_t h = f32_to_f16(scale(rng));
-        std::memcpy(bytes.data() + off + field, &h, 2);
-      }
-    }
-  } else {
+  if (can_quantize(type)) {
     std::normal_distribution<float> dist(0.0f, 0.05f);
     std::vector<float> x(static_cast<size_t>(n));
     for (float& v : x) v = dist(rng);
-    const std::vector<float> importance(f->needs_importance ? size_t(ne[0]) : 0, 1.0f);
+    const std::vector<float> unit(static_cast<size_t>(ne[0]), 1.0f);
     quant::quantize_rows(type, x.data(), bytes.data(), n / ne[0], ne[0],
-                         importance.empty() ? nullptr : importance.data());
+                         quant::format(type)->needs_importance ? unit.data() : nullptr);
+  } else {
+    random_blocks(type, bytes, rng);
   }
   w->data = bytes.data();
   return w;

@@ -26,15 +26,19 @@
 namespace tessera::cpu {
 namespace {
 
+using test::can_quantize;
 using test::fp16_fields;
+using test::quantize_row;
+using test::set_iq1_m_scale;
 using test::term_magnitude;
 
 using quant::QK_K;
 
-constexpr DType kWeightTypes[] = {DType::Q4_0,    DType::Q4_1,   DType::Q5_0, DType::Q5_1,
-                                  DType::Q8_0,    DType::Q2_K,   DType::Q3_K, DType::Q4_K,
+constexpr DType kWeightTypes[] = {DType::Q4_0,    DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
+                                  DType::Q8_0,    DType::Q2_K,   DType::Q3_K,  DType::Q4_K,
                                   DType::Q5_K,    DType::Q6_K,   DType::IQ2_XXS, DType::IQ2_XS,
-                                  DType::IQ2_S};
+                                  DType::IQ2_S,   DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S,
+                                  DType::IQ1_M};
 constexpr Isa kFastIsas[] = {Isa::Avx2, Isa::Avx512};
 
 int64_t block_size(DType t) { return dtype_traits(t).block_size; }
@@ -64,21 +68,6 @@ std::vector<uint8_t> quantize_ref(DType t, const std::vector<float>& x) {
   return q;
 }
 
-// Weights quantized by the reference quantizer, with unit importance where the format
-// asks for it (a row of one block-row); false where the format can only be read.
-bool can_quantize(DType t) {
-  const quant::Format* f = quant::format(t);
-  return f->quantize != nullptr || f->quantize_weighted != nullptr;
-}
-std::vector<uint8_t> quantize_weights(DType t, const std::vector<float>& x) {
-  const quant::Format* f = quant::format(t);
-  const int64_t n = int64_t(x.size());
-  std::vector<uint8_t> q(dtype_row_size(t, n));
-  const std::vector<float> importance(f->needs_importance ? x.size() : 0, 1.0f);
-  quant::quantize_rows(t, x.data(), q.data(), 1, n, importance.empty() ? nullptr : importance.data());
-  return q;
-}
-
 // Weight blocks of `fill` bytes (random when fill < 0) with finite random fp16 scales.
 std::vector<uint8_t> weight_bytes(DType t, int64_t n, int fill, std::mt19937& rng) {
   std::vector<uint8_t> q(dtype_row_size(t, n));
@@ -90,6 +79,7 @@ std::vector<uint8_t> weight_bytes(DType t, int64_t n, int fill, std::mt19937& rn
       const uint16_t h = f32_to_f16(scale(rng));
       std::memcpy(q.data() + off + field, &h, 2);
     }
+    if (t == DType::IQ1_M) set_iq1_m_scale(q.data() + off, f32_to_f16(scale(rng)));
   }
   return q;
 }
@@ -174,7 +164,7 @@ TEST_P(QuantDotTest, MatchesReferenceOnQuantizedFloats) {
   const DType partner = quant::format(t)->dot_partner;
   std::mt19937 rng(uint32_t(t) * 7919u + 1);
   for (int64_t n : lengths(t)) {
-    const std::vector<uint8_t> x = quantize_weights(t, random_floats(n, rng, 0.02f));
+    const std::vector<uint8_t> x = quantize_row(t, random_floats(n, rng, 0.02f));
     const std::vector<uint8_t> y = quantize_ref(partner, random_floats(n, rng));
     expect_dot(x, y, n, "quantized floats");
   }

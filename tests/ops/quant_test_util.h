@@ -17,6 +17,33 @@ namespace tessera::test {
 
 using quant::fp16_fields;
 
+/// Writes the fp16 super-scale h of an IQ1_M block (its nibble k in the top of the
+/// little-endian scale word k), keeping the sub-block scales.
+inline void set_iq1_m_scale(uint8_t* block, uint16_t h) {
+  for (size_t k = 0; k < 4; ++k) {
+    uint8_t& top = block[offsetof(quant::BlockIQ1_M, scales) + 2 * k + 1];
+    top = uint8_t((top & 0x0f) | (((h >> (4 * k)) & 0xf) << 4));
+  }
+}
+
+/// Whether the engine can write type t (quantize_rows; with importance weights where the
+/// format needs them).
+inline bool can_quantize(DType t) {
+  const quant::Format* f = quant::format(t);
+  return f != nullptr && (f->quantize != nullptr || f->quantize_weighted != nullptr);
+}
+
+/// Quantizes one row of x to t with quantize_rows, with unit importance weights where the
+/// format needs importance weights.
+inline std::vector<uint8_t> quantize_row(DType t, const std::vector<float>& x) {
+  const int64_t n = int64_t(x.size());
+  std::vector<uint8_t> q(dtype_row_size(t, n));
+  const std::vector<float> unit(x.size(), 1.0f);
+  const bool weighted = quant::format(t)->needs_importance;
+  quant::quantize_rows(t, x.data(), q.data(), 1, n, weighted ? unit.data() : nullptr);
+  return q;
+}
+
 /// The magnitude of the terms a quantized dot of x (n elements of weight type t) and y
 /// (its partner) adds up: sum_e (|s_e| + |m_e|) |y_e|, where s_e is element e's scale
 /// term and m_e its min term (formats with a min), each the reference dequantization of

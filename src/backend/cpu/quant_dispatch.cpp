@@ -33,6 +33,14 @@ QuantMatmul quant_matmul(const QuantKernels& k, DType t) {
       return {DType::Q8_K, k.quantize_q8_K, k.dot_iq2_xs_q8_K};
     case DType::IQ2_S:
       return {DType::Q8_K, k.quantize_q8_K, k.dot_iq2_s_q8_K};
+    case DType::IQ3_XXS:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_iq3_xxs_q8_K};
+    case DType::IQ3_S:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_iq3_s_q8_K};
+    case DType::IQ1_S:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_iq1_s_q8_K};
+    case DType::IQ1_M:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_iq1_m_q8_K};
     default:
       return {};
   }

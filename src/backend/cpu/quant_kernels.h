@@ -48,6 +48,10 @@ struct QuantKernels {
   QuantDotFn dot_iq2_xxs_q8_K;
   QuantDotFn dot_iq2_xs_q8_K;
   QuantDotFn dot_iq2_s_q8_K;
+  QuantDotFn dot_iq3_xxs_q8_K;
+  QuantDotFn dot_iq3_s_q8_K;
+  QuantDotFn dot_iq1_s_q8_K;
+  QuantDotFn dot_iq1_m_q8_K;
 };
 
 /// How rows of one weight type are multiplied: activations are quantized to `partner`

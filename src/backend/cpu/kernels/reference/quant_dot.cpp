@@ -22,6 +22,10 @@ const QuantKernels kQuantKernels = {
     .dot_iq2_xxs_q8_K = quant::vec_dot_iq2_xxs_q8_K,
     .dot_iq2_xs_q8_K = quant::vec_dot_iq2_xs_q8_K,
     .dot_iq2_s_q8_K = quant::vec_dot_iq2_s_q8_K,
+    .dot_iq3_xxs_q8_K = quant::vec_dot_iq3_xxs_q8_K,
+    .dot_iq3_s_q8_K = quant::vec_dot_iq3_s_q8_K,
+    .dot_iq1_s_q8_K = quant::vec_dot_iq1_s_q8_K,
+    .dot_iq1_m_q8_K = quant::vec_dot_iq1_m_q8_K,
 };
 
 }  // namespace tessera::cpu::reference

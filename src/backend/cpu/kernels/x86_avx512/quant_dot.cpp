@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernels/quant_dot_iq2.h"
+#include "backend/cpu/kernels/quant_dot_iq3_iq1.h"
 #include "backend/cpu/kernels/x86_common.h"
 #include "backend/cpu/quant_kernels.h"
 #include "quant/blocks.h"
@@ -518,6 +519,10 @@ const QuantKernels kQuantKernels = {
     .dot_iq2_xxs_q8_K = dot_iq2_xxs_q8_K,
     .dot_iq2_xs_q8_K = dot_iq2_xs_q8_K,
     .dot_iq2_s_q8_K = dot_iq2_s_q8_K,
+    .dot_iq3_xxs_q8_K = dot_iq3_xxs_q8_K,  // quant_dot_iq3_iq1.cpp
+    .dot_iq3_s_q8_K = dot_iq3_s_q8_K,
+    .dot_iq1_s_q8_K = dot_iq1_s_q8_K,
+    .dot_iq1_m_q8_K = dot_iq1_m_q8_K,
 };
 
 }  // namespace tessera::cpu::avx512
