@@ -20,6 +20,10 @@ constexpr Format kFormats[] = {
     {DType::Q5_K, DType::Q8_K, quantize_q5_K, dequantize_q5_K, vec_dot_q5_K_q8_K},
     {DType::Q6_K, DType::Q8_K, quantize_q6_K, dequantize_q6_K, vec_dot_q6_K_q8_K},
     {DType::Q8_K, DType::Q8_K, quantize_q8_K, dequantize_q8_K, vec_dot_q8_K_q8_K},
+    {DType::IQ4_NL, DType::Q8_0, quantize_iq4_nl, dequantize_iq4_nl, vec_dot_iq4_nl_q8_0,
+     quantize_weighted_iq4_nl, false},
+    {DType::IQ4_XS, DType::Q8_K, quantize_iq4_xs, dequantize_iq4_xs, vec_dot_iq4_xs_q8_K,
+     quantize_weighted_iq4_xs, false},
 };
 
 }  // namespace
