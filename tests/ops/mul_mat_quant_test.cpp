@@ -64,6 +64,10 @@ const QuantMulMatCase kCases[] = {
     {DType::Q4_K, 256, 9, 5},
     {DType::Q5_K, 768, 3, 2},
     {DType::Q6_K, 256, 11, 3},
+    {DType::IQ4_NL, 96, 9, 5},
+    {DType::IQ4_XS, 512, 7, 3},
+    {DType::IQ4_NL, 4096, 5, 1},
+    {DType::IQ4_XS, 11008, 3, 2},
     // Decode (one activation row) and long rows.
     {DType::Q4_0, 4096, 9, 1},
     {DType::Q4_K, 4096, 5, 1},

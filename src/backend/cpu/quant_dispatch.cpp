@@ -27,6 +27,10 @@ QuantMatmul quant_matmul(const QuantKernels& k, DType t) {
       return {DType::Q8_K, k.quantize_q8_K, k.dot_q5_K_q8_K};
     case DType::Q6_K:
       return {DType::Q8_K, k.quantize_q8_K, k.dot_q6_K_q8_K};
+    case DType::IQ4_NL:
+      return {DType::Q8_0, k.quantize_q8_0, k.dot_iq4_nl_q8_0};
+    case DType::IQ4_XS:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_iq4_xs_q8_K};
     default:
       return {};
   }
