@@ -199,6 +199,10 @@ const QuantMulMatCase kX16Cases[] = {
     {DType::Q6_K, 256, 16, 5},   {DType::Q6_K, 2048, 32, 1}, {DType::Q6_K, 768, 16, 11},
     // Two columns (AVX2 does both 8-row halves in one pass up to two columns).
     {DType::Q4_K, 512, 16, 2},   {DType::Q6_K, 256, 32, 2},  {DType::Q8_0, 64, 16, 2},
+    {DType::IQ4_NL, 64, 16, 5},  {DType::IQ4_NL, 2080, 48, 1}, {DType::IQ4_NL, 160, 32, 70},
+    {DType::IQ4_NL, 96, 16, 2},  {DType::IQ4_NL, 64, 32, 7, 1, 1, 1, 1, kT},
+    {DType::IQ4_XS, 256, 16, 5}, {DType::IQ4_XS, 2048, 32, 1}, {DType::IQ4_XS, 512, 16, 19},
+    {DType::IQ4_XS, 768, 16, 2}, {DType::IQ4_XS, 256, 16, 3, 1, 1, 1, 1, kT},
 };
 
 class MulMatX16Test : public ::testing::TestWithParam<QuantMulMatCase> {};
