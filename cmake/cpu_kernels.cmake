@@ -29,6 +29,8 @@ if(TESSERA_X86_KERNELS)
   # The AVX-VNNI variant of the AVX2 GEMMs (the same source with vpdpbusd).
   set_source_files_properties(${TESSERA_CPU_DIR}/kernels/x86_avx2/gemm_x16_vnni.cpp PROPERTIES
     COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavxvnni")
+  set_source_files_properties(${TESSERA_CPU_DIR}/kernels/x86_avx2/gemm_x16_iq4_vnni.cpp PROPERTIES
+    COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavxvnni")
   set_source_files_properties(${TESSERA_AVX512_SOURCES} PROPERTIES
     COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx512vnni;-mavx512bf16;-mfma;-mf16c")
   set_property(SOURCE ${TESSERA_CPU_DISPATCH_SOURCES} APPEND PROPERTY COMPILE_DEFINITIONS TESSERA_X86_KERNELS=1)

@@ -49,6 +49,8 @@ enum class DType : uint32_t {
   F16_X16 = 66,
   Q4_K_X16 = 67,
   Q6_K_X16 = 68,
+  IQ4_NL_X16 = 69,
+  IQ4_XS_X16 = 70,
 };
 
 /// Converts n elements of a row (n a multiple of the block size) to float.

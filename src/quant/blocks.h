@@ -136,14 +136,19 @@ struct BlockQ8_K {
 // the grids and tables they index are in iq_tables.h.
 inline constexpr int QK4_NL = 32;
 
-/// IQ4_NL: x = d * kIq4nlValues[q], q a nibble packed as in Q4_0.
+/// IQ4_NL: x = d * kIq4nlValues[q], q a 4-bit index (iq_tables.h: 16 non-linear values
+/// in [-127, 113]). qs[j] holds element j in its low nibble and element j + 16 in its high
+/// nibble, as in Q4_0.
 struct BlockIQ4_NL {
   uint16_t d;  // fp16 scale
   uint8_t qs[QK4_NL / 2];
 };
 
-/// IQ4_XS: 8 sub-blocks of 32; x = d * (ls - 32) * kIq4nlValues[q], ls a 6-bit scale
-/// (low 4 bits in scales_l, high 2 bits in scales_h); nibbles of a sub-block as in Q4_0.
+/// IQ4_XS: 8 sub-blocks of 32; element l of sub-block ib is
+/// x = d * (ls_ib - 32) * kIq4nlValues[q], ls_ib a 6-bit scale: its low 4 bits are the low
+/// (ib even) or high (ib odd) nibble of scales_l[ib / 2], its high 2 bits are bits 2 ib and
+/// 2 ib + 1 of scales_h. Sub-block ib's indices are qs[16 ib .. 16 ib + 15], packed as in
+/// Q4_0 (element l in the low nibble of qs[16 ib + l % 16] for l < 16, else the high one).
 struct BlockIQ4_XS {
   uint16_t d;  // fp16 super-scale
   uint16_t scales_h;
@@ -284,6 +289,10 @@ inline std::vector<size_t> fp16_fields(DType t) {
       return {offsetof(BlockIQ3_S, d)};
     case DType::IQ1_S:
       return {offsetof(BlockIQ1_S, d)};
+    case DType::IQ4_NL:
+      return {offsetof(BlockIQ4_NL, d)};
+    case DType::IQ4_XS:
+      return {offsetof(BlockIQ4_XS, d)};
     default:
       return {};
   }

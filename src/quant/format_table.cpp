@@ -35,6 +35,10 @@ constexpr Format kFormats[] = {
      quantize_iq2_xs_weighted, true},
     {DType::IQ2_S, DType::Q8_K, quantize_iq2_s, dequantize_iq2_s, vec_dot_iq2_s_q8_K,
      quantize_iq2_s_weighted, true},
+    {DType::IQ4_NL, DType::Q8_0, quantize_iq4_nl, dequantize_iq4_nl, vec_dot_iq4_nl_q8_0,
+     quantize_weighted_iq4_nl, false},
+    {DType::IQ4_XS, DType::Q8_K, quantize_iq4_xs, dequantize_iq4_xs, vec_dot_iq4_xs_q8_K,
+     quantize_weighted_iq4_xs, false},
 };
 
 }  // namespace

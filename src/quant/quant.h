@@ -119,5 +119,14 @@ void dequantize_iq2_s(const void* x, float* y, int64_t n);
 float vec_dot_iq2_xxs_q8_K(int64_t n, const void* x, const void* y);
 float vec_dot_iq2_xs_q8_K(int64_t n, const void* x, const void* y);
 float vec_dot_iq2_s_q8_K(int64_t n, const void* x, const void* y);
+// 4-bit non-linear formats (iq4.cpp): IQ4_NL pairs with Q8_0, IQ4_XS with Q8_K.
+void quantize_iq4_nl(const float* x, void* y, int64_t n);
+void quantize_iq4_xs(const float* x, void* y, int64_t n);
+void quantize_weighted_iq4_nl(const float* x, void* y, int64_t n, const float* importance);
+void quantize_weighted_iq4_xs(const float* x, void* y, int64_t n, const float* importance);
+void dequantize_iq4_nl(const void* x, float* y, int64_t n);
+void dequantize_iq4_xs(const void* x, float* y, int64_t n);
+float vec_dot_iq4_nl_q8_0(int64_t n, const void* x, const void* y);
+float vec_dot_iq4_xs_q8_K(int64_t n, const void* x, const void* y);
 
 }  // namespace tessera::quant

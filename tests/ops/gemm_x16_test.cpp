@@ -2,7 +2,7 @@
 // this CPU runs must give the reference level's bits for every weight layout, every tile
 // width (1..13 columns: full tiles and every tail) and 1..3 blocks, on weights that
 // mul_mat's tests never see: arbitrary bytes (Q8_0's -128, all-15 nibbles, all-63 Q6_K
-// quants, negative Q6_K scales) against activation blocks quantized from rows whose
+// quants, negative Q6_K scales, IQ4 nibbles all 0 = -127 and IQ4_XS scales all -32 or 31) against activation blocks quantized from rows whose
 // quants reach +-127 with one sign, where an inexact int16 step would saturate.
 #include <gtest/gtest.h>
 
@@ -36,6 +36,8 @@ const X16Layout kLayouts[] = {
     {DType::Q8_0_X16, 32, 512, 32},
     {DType::Q4_K_X16, 256, 2048, 256},
     {DType::Q6_K_X16, 256, 3072, 288},
+    {DType::IQ4_NL_X16, 32, 256, 32},
+    {DType::IQ4_XS_X16, 256, 2048, 128},
 };
 
 // Weight bytes of one pattern: 0 random, 1 all 0x00, 2 all 0xFF, 3 random extremes.
@@ -74,6 +76,8 @@ std::vector<uint8_t> weights(const X16Layout& l, int64_t nb, int pattern, std::m
     switch (l.type) {
       case DType::Q4_0_X16:
       case DType::Q8_0_X16:
+      case DType::IQ4_NL_X16:
+      case DType::IQ4_XS_X16:  // d; then IQ4_XS's packed scale bytes (pattern)
         put(base, kGroupRows);
         break;
       case DType::Q4_K_X16:

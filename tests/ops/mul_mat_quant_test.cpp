@@ -71,6 +71,10 @@ const QuantMulMatCase kCases[] = {
     {DType::IQ3_S, 512, 5, 4},
     {DType::IQ1_S, 256, 9, 2},
     {DType::IQ1_M, 768, 3, 5},
+    {DType::IQ4_NL, 96, 9, 5},
+    {DType::IQ4_XS, 512, 7, 3},
+    {DType::IQ4_NL, 4096, 5, 1},
+    {DType::IQ4_XS, 11008, 3, 2},
     // Decode (one activation row) and long rows.
     {DType::Q4_0, 4096, 9, 1},
     {DType::Q4_K, 4096, 5, 1},
@@ -229,6 +233,10 @@ const QuantMulMatCase kX16Cases[] = {
     {DType::Q6_K, 256, 16, 5},   {DType::Q6_K, 2048, 32, 1}, {DType::Q6_K, 768, 16, 11},
     // Two columns (AVX2 does both 8-row halves in one pass up to two columns).
     {DType::Q4_K, 512, 16, 2},   {DType::Q6_K, 256, 32, 2},  {DType::Q8_0, 64, 16, 2},
+    {DType::IQ4_NL, 64, 16, 5},  {DType::IQ4_NL, 2080, 48, 1}, {DType::IQ4_NL, 160, 32, 70},
+    {DType::IQ4_NL, 96, 16, 2},  {DType::IQ4_NL, 64, 32, 7, 1, 1, 1, 1, kT},
+    {DType::IQ4_XS, 256, 16, 5}, {DType::IQ4_XS, 2048, 32, 1}, {DType::IQ4_XS, 512, 16, 19},
+    {DType::IQ4_XS, 768, 16, 2}, {DType::IQ4_XS, 256, 16, 3, 1, 1, 1, 1, kT},
 };
 
 class MulMatX16Test : public ::testing::TestWithParam<QuantMulMatCase> {};

@@ -101,7 +101,7 @@ TEST(QuantReference, FormatTable) {
   }
   EXPECT_EQ(format(DType::F32), nullptr);
   EXPECT_EQ(format(DType::F16), nullptr);
-  EXPECT_EQ(format(DType::IQ4_NL), nullptr);
+  EXPECT_EQ(format(DType::Q4_0_X16), nullptr);
   EXPECT_EQ(format(DType::Q4_0)->dot_partner, DType::Q8_0);
   EXPECT_EQ(format(DType::Q5_1)->dot_partner, DType::Q8_1);
   EXPECT_EQ(format(DType::Q3_K)->dot_partner, DType::Q8_K);

@@ -24,6 +24,10 @@ GemmX16Fn gemm_x16(const GemmKernels& k, DType x16) {
       return k.gemm_q4_K_x16;
     case DType::Q6_K_X16:
       return k.gemm_q6_K_x16;
+    case DType::IQ4_NL_X16:
+      return k.gemm_iq4_nl_x16;
+    case DType::IQ4_XS_X16:
+      return k.gemm_iq4_xs_x16;
     default:
       TESSERA_CHECK_MSG(false, "not a quantized _X16 type");
       return nullptr;

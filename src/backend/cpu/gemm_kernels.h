@@ -10,6 +10,8 @@
 //   Q4_K:      acc = 0; per super-block b: acc = fma(float(sum_s sc_s dot_s), d_b * da_b, acc);
 //              acc = fma(-float(sum_s m_s asum_s), dmin_b * da_b, acc)
 //   Q6_K:      acc = 0; per super-block b: acc = fma(float(sum_s sc_s (dot_s - 32 asum_s)), d_b * da_b, acc)
+//   IQ4_XS:    acc = 0; per super-block b: acc = fma(float(sum_s (ls_s - 32) dot_s), d_b * da_b, acc)
+//              (dot_s over the signed values kIq4nlValues[q]; IQ4_NL is "quantized" above, w_i = value + 128)
 //   F16:       acc[0] = acc[1] = 0; for each element e in order: acc[e % 2] = fma(float(w_e), x_e, acc[e % 2]);
 //              result acc[0] + acc[1] (two chains, so one column is not bound by the fma latency)
 // with the integer sums exact, so every level, every tile width and every thread count
@@ -62,6 +64,8 @@ struct GemmKernels {
   QuantizeKX16Fn quantize_q8kx;
   GemmX16Fn gemm_q4_K_x16;
   GemmX16Fn gemm_q6_K_x16;
+  GemmX16Fn gemm_iq4_nl_x16;  // BlockQ8X activations, zero point 128
+  GemmX16Fn gemm_iq4_xs_x16;  // BlockQ8KX activations
 };
 
 /// The GEMM for a quantized _X16 type in table k.

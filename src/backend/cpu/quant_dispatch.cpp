@@ -41,6 +41,10 @@ QuantMatmul quant_matmul(const QuantKernels& k, DType t) {
       return {DType::Q8_K, k.quantize_q8_K, k.dot_iq1_s_q8_K};
     case DType::IQ1_M:
       return {DType::Q8_K, k.quantize_q8_K, k.dot_iq1_m_q8_K};
+    case DType::IQ4_NL:
+      return {DType::Q8_0, k.quantize_q8_0, k.dot_iq4_nl_q8_0};
+    case DType::IQ4_XS:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_iq4_xs_q8_K};
     default:
       return {};
   }

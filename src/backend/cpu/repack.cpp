@@ -9,6 +9,8 @@
 namespace tessera::cpu {
 namespace {
 
+using quant::BlockIQ4_NL;
+using quant::BlockIQ4_XS;
 using quant::BlockQ4_0;
 using quant::BlockQ4_K;
 using quant::BlockQ6_K;
@@ -25,6 +27,36 @@ void repack_group_q4_0(const BlockQ4_0* const* rows, int64_t nb, uint8_t* dst) {
       }
     }
     for (int r = 0; r < kGroupRows; ++r) scales[b * kGroupRows + r] = rows[r][b].d;
+  }
+}
+
+// IQ4_NL blocks are Q4_0's bytes with another meaning of the nibbles.
+void repack_group_iq4_nl(const BlockIQ4_NL* const* rows, int64_t nb, uint8_t* dst) {
+  uint8_t* quants = dst;
+  auto* scales = reinterpret_cast<uint16_t*>(dst + nb * 256);
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int w = 0; w < 4; ++w) {
+      for (int r = 0; r < kGroupRows; ++r) {
+        std::memcpy(quants + b * 256 + w * 64 + r * 4, rows[r][b].qs + w * 4, 4);
+      }
+    }
+    for (int r = 0; r < kGroupRows; ++r) scales[b * kGroupRows + r] = rows[r][b].d;
+  }
+}
+
+void repack_group_iq4_xs(const BlockIQ4_XS* const* rows, int64_t nb, uint8_t* dst) {
+  uint8_t* quants = dst;
+  uint8_t* meta = dst + nb * 2048;
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int w = 0; w < 32; ++w) {
+      for (int r = 0; r < kGroupRows; ++r) std::memcpy(quants + b * 2048 + w * 64 + r * 4, rows[r][b].qs + 4 * w, 4);
+    }
+    uint8_t* mb = meta + b * 128;
+    for (int r = 0; r < kGroupRows; ++r) {
+      std::memcpy(mb + r * 2, &rows[r][b].d, 2);
+      std::memcpy(mb + 32 + r * 4, rows[r][b].scales_l, 4);
+      std::memcpy(mb + 96 + r * 2, &rows[r][b].scales_h, 2);
+    }
   }
 }
 
@@ -148,14 +180,22 @@ DType repacked_type(DType t) {
       return DType::Q4_K_X16;
     case DType::Q6_K:
       return DType::Q6_K_X16;
+    case DType::IQ4_NL:
+      return DType::IQ4_NL_X16;
+    case DType::IQ4_XS:
+      return DType::IQ4_XS_X16;
     default:
       return t;
   }
 }
 
 int32_t x16_zero_point(DType x16) {
-  TESSERA_CHECK(x16 == DType::Q4_0_X16 || x16 == DType::Q8_0_X16);
+  TESSERA_CHECK(x16 == DType::Q4_0_X16 || x16 == DType::Q8_0_X16 || x16 == DType::IQ4_NL_X16);
   return x16 == DType::Q4_0_X16 ? 8 : 128;
+}
+
+bool x16_super_blocks(DType x16) {
+  return x16 == DType::Q4_K_X16 || x16 == DType::Q6_K_X16 || x16 == DType::IQ4_XS_X16;
 }
 
 bool can_repack(const Tensor* t) {
@@ -175,10 +215,12 @@ void repack_rows(DType type, const void* src, void* dst, int64_t n_rows, int64_t
     }
     return;
   }
-  if (type == DType::Q4_K || type == DType::Q6_K) {
+  if (type == DType::Q4_K || type == DType::Q6_K || type == DType::IQ4_XS) {
     TESSERA_CHECK(row_len % 256 == 0);
     if (type == DType::Q4_K) {
       repack_all<BlockQ4_K, 256>(src, dst, n_rows, row_len, repack_group_q4_K);
+    } else if (type == DType::IQ4_XS) {
+      repack_all<BlockIQ4_XS, 256>(src, dst, n_rows, row_len, repack_group_iq4_xs);
     } else {
       repack_all<BlockQ6_K, 256>(src, dst, n_rows, row_len, repack_group_q6_K);
     }
@@ -187,6 +229,8 @@ void repack_rows(DType type, const void* src, void* dst, int64_t n_rows, int64_t
   TESSERA_CHECK(row_len % 32 == 0);
   if (type == DType::Q4_0) {
     repack_all<BlockQ4_0, 32>(src, dst, n_rows, row_len, repack_group_q4_0);
+  } else if (type == DType::IQ4_NL) {
+    repack_all<BlockIQ4_NL, 32>(src, dst, n_rows, row_len, repack_group_iq4_nl);
   } else {
     TESSERA_CHECK(type == DType::Q8_0);
     repack_all<BlockQ8_0, 32>(src, dst, n_rows, row_len, repack_group_q8_0);

@@ -23,6 +23,11 @@
 // Q6_K_X16 per super-block: quants, 3072 bytes: the 128 ql bytes as 32 words x 16 rows,
 // then the 64 qh bytes as 16 words x 16 rows; after all quants, per super-block the
 // int8 scales [16 sub-blocks][16 rows] and d[16] (fp16).
+// IQ4_NL_X16 is Q4_0_X16's layout with IQ4_NL's nibbles and d.
+// IQ4_XS_X16 per super-block: quants, 2048 bytes: the 128 qs bytes as 32 words x 16 rows
+// (word k = qs[4k..4k+3] lies in sub-block k / 4, its low nibbles are elements 4 (k % 4)..+3
+// of that sub-block, its high nibbles the same + 16); after all quants, per super-block
+// d[16] (fp16), the 4 scales_l bytes as one word x 16 rows and scales_h[16] (128 bytes).
 // F16_X16 is simpler: for each column e of the group, the 16 rows' halves (32 bytes), so
 // one load and one conversion give element e of all 16 rows as floats.
 // A group is as many bytes as its 16 rows in the file layout, so tensor strides and
@@ -67,8 +72,12 @@ void quantize_row_q8kx(void (*q8_K)(const float*, void*, int64_t), const float* 
 
 /// The repacked type of a file type, or `t` itself when it has none.
 DType repacked_type(DType t);
-/// The unsigned weights' zero point of a quantized _X16 type (Q4_0: 8, Q8_0: 128).
+/// The unsigned weights' zero point of a quantized _X16 type with BlockQ8X activations
+/// (Q4_0: 8, Q8_0 and IQ4_NL: 128).
 int32_t x16_zero_point(DType x16);
+/// Whether a quantized _X16 type is made of 256-element super-blocks and reads BlockQ8KX
+/// activations (Q4_K, Q6_K, IQ4_XS) rather than BlockQ8X ones.
+bool x16_super_blocks(DType x16);
 /// Whether `t` (a weight tensor) can be repacked: a type with an _X16 form, a matrix or a
 /// stack of them (the experts of a mixture-of-experts layer, dim 2), rows a multiple of 16
 /// (so no group spans two matrices), dense.

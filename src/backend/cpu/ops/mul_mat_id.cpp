@@ -54,7 +54,7 @@ IdLayout layout_of(const Tensor* node) {
   l.n_pairs = ids->ne[0] * ids->ne[1];
   if (is_x16(a->type)) {
     l.path = Path::X16;
-    l.k_quant = a->type == DType::Q4_K_X16 || a->type == DType::Q6_K_X16;
+    l.k_quant = x16_super_blocks(a->type);
     if (a->type == DType::F16_X16) {
       l.act_row = size_t(l.k) * sizeof(float);
     } else {

@@ -41,7 +41,7 @@ X16Layout layout_of(const Tensor* node) {
   const Tensor* b = node->src[1];
   X16Layout l{};
   l.quantized = node->src[0]->type != DType::F16_X16;
-  l.k_quant = node->src[0]->type == DType::Q4_K_X16 || node->src[0]->type == DType::Q6_K_X16;
+  l.k_quant = x16_super_blocks(node->src[0]->type);
   l.direct = !l.quantized && b->is_contiguous();
   if (l.k_quant) {
     l.act_row = size_t(b->ne[0] / 256) * sizeof(BlockQ8KX);

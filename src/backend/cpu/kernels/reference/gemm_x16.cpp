@@ -160,6 +160,12 @@ void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t
 
 }  // namespace
 
+// The 4-bit non-linear formats (gemm_x16_iq4.cpp).
+void gemm_iq4_nl_x16(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
+                     int64_t n_cols, float* dst, size_t dst_stride);
+void gemm_iq4_xs_x16(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
+                     int64_t n_cols, float* dst, size_t dst_stride);
+
 const GemmKernels kGemmKernels = {
     .isa = Isa::Reference,
     .quantize_q8x = quantize_q8x,
@@ -169,6 +175,8 @@ const GemmKernels kGemmKernels = {
     .quantize_q8kx = quantize_q8kx,
     .gemm_q4_K_x16 = each_group<gemm_q4_K, sizeof(quant::BlockQ4_K)>,
     .gemm_q6_K_x16 = each_group<gemm_q6_K, sizeof(quant::BlockQ6_K)>,
+    .gemm_iq4_nl_x16 = gemm_iq4_nl_x16,
+    .gemm_iq4_xs_x16 = gemm_iq4_xs_x16,
 };
 
 }  // namespace tessera::cpu::reference

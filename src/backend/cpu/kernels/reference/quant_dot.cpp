@@ -26,6 +26,8 @@ const QuantKernels kQuantKernels = {
     .dot_iq3_s_q8_K = quant::vec_dot_iq3_s_q8_K,
     .dot_iq1_s_q8_K = quant::vec_dot_iq1_s_q8_K,
     .dot_iq1_m_q8_K = quant::vec_dot_iq1_m_q8_K,
+    .dot_iq4_nl_q8_0 = quant::vec_dot_iq4_nl_q8_0,
+    .dot_iq4_xs_q8_K = quant::vec_dot_iq4_xs_q8_K,
 };
 
 }  // namespace tessera::cpu::reference

@@ -535,6 +535,10 @@ void quantize_q8_K(const float* x, void* vy, int64_t n) {
 
 }  // namespace
 
+// The 4-bit non-linear formats (quant_dot_iq4.cpp).
+float dot_iq4_nl_q8_0(int64_t n, const void* x, const void* y);
+float dot_iq4_xs_q8_K(int64_t n, const void* x, const void* y);
+
 const QuantKernels kQuantKernels = {
     .isa = Isa::Avx2,
     .quantize_q8_0 = quantize_q8_0,
@@ -557,6 +561,8 @@ const QuantKernels kQuantKernels = {
     .dot_iq3_s_q8_K = dot_iq3_s_q8_K,
     .dot_iq1_s_q8_K = dot_iq1_s_q8_K,
     .dot_iq1_m_q8_K = dot_iq1_m_q8_K,
+    .dot_iq4_nl_q8_0 = dot_iq4_nl_q8_0,
+    .dot_iq4_xs_q8_K = dot_iq4_xs_q8_K,
 };
 
 }  // namespace tessera::cpu::avx2
