@@ -102,4 +102,17 @@ float vec_dot_q5_K_q8_K(int64_t n, const void* x, const void* y);
 float vec_dot_q6_K_q8_K(int64_t n, const void* x, const void* y);
 float vec_dot_q8_K_q8_K(int64_t n, const void* x, const void* y);
 
+// Importance-weighted searches (weighted_legacy.cpp, weighted_k.cpp): one row of n
+// elements, importance[0..n) for its columns (Q4_0 .. Q5_1 use the row's mean square, so
+// a call is one whole row).
+void quantize_q4_0_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q4_1_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q5_0_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q5_1_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q2_K_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q3_K_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q4_K_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q5_K_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q6_K_weighted(const float* x, void* y, int64_t n, const float* importance);
+
 }  // namespace tessera::quant
