@@ -53,7 +53,7 @@ struct QuantizeReport {
   size_t n_tensors = 0;
   size_t n_converted = 0;  // tensors whose type changed
   size_t n_fallbacks = 0;  // tensors that got a fallback type (see QuantizeProgress::note)
-  size_t n_imatrix = 0;    // tensors quantized with importance weights
+  size_t n_imatrix = 0;    // tensors quantized by a weighted search (their type has one)
   size_t n_imatrix_entries = 0;  // entries of the importance matrix file (0 without one)
   uint64_t n_elements = 0;
   uint64_t in_tensor_bytes = 0, out_tensor_bytes = 0;

@@ -152,7 +152,7 @@ struct Job {
         convert_tensor(t, to, bytes.data(), n_threads, imp.empty() ? nullptr : imp.data());
         ok = out(bytes.data(), bytes.size());
         ++report.n_converted;
-        report.n_imatrix += !imp.empty();
+        report.n_imatrix += !imp.empty() && quant::format(to)->quantize_weighted != nullptr;  // (Q8_0 has no search)
       }
       file.release_pages(size_t(t.data - file.file_data()), t.nbytes);
       report.out_tensor_bytes += nbytes;
