@@ -40,26 +40,28 @@ int run_imatrix(ImatrixOptions o) {
   }
   o.params.compute_ppl = !o.no_ppl;
   o.params.dataset = o.file;
-  std::fprintf(stderr, "imatrix: chunks of %lld tokens, batch %lld, %d threads%s\n",
-               static_cast<long long>(o.params.n_ctx),
-               static_cast<long long>(std::min(o.params.n_batch, o.params.n_ctx)), o.params.n_threads,
-               o.params.process_output ? ", output.weight included" : "");
-
   // Progress on stderr; the running perplexity on stdout as llama-imatrix prints it
   // ([1]x,[2]y,...), then the final estimate.
   const bool ppl = o.params.compute_ppl;
-  const auto on_chunk = [ppl](const ImatrixProgress& p) {
+  const ImatrixParams& params = o.params;
+  bool printed = false;  // a [i]x, line was started on stdout
+  const auto on_chunk = [ppl, &params, &printed](const ImatrixProgress& p) {
     if (p.chunk == 1) {
-      std::fprintf(stderr, "imatrix: %.2f seconds per chunk - ETA %.2f minutes for %lld chunks\n", p.seconds,
-                   p.seconds * double(p.n_chunks) / 60.0, static_cast<long long>(p.n_chunks));
+      std::fprintf(stderr, "imatrix: %lld chunks of %lld tokens, batch %lld, %d threads%s\n",
+                   static_cast<long long>(p.n_chunks), static_cast<long long>(params.n_ctx),
+                   static_cast<long long>(std::min(params.n_batch, params.n_ctx)), params.n_threads,
+                   params.process_output ? ", output.weight included" : "");
+      std::fprintf(stderr, "imatrix: %.2f seconds per chunk - ETA %.2f minutes\n", p.seconds,
+                   p.seconds * double(p.n_chunks) / 60.0);
     }
     if (ppl) {
       std::printf("[%lld]%.4f,", static_cast<long long>(p.chunk), p.running_ppl);
       std::fflush(stdout);
+      printed = true;
     }
   };
   Result<ImatrixResult> r = compute_imatrix(**model, text, o.params, o.out, on_chunk);
-  if (ppl) std::printf("\n");
+  if (printed) std::printf("\n");
   if (!r) return fail(r.status().message());
   if (ppl) std::printf("Final estimate: PPL = %.4f +/- %.5f\n", r->ppl, r->ppl_error);
   for (const std::string& s : r->skipped) std::fprintf(stderr, "imatrix: warning: left out %s\n", s.c_str());
