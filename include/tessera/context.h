@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/batch.h"
@@ -24,6 +25,22 @@
 namespace tessera {
 
 class ContextImpl;
+
+/// The input of one product of a model weight with activations, as a forward pass
+/// computed it (ContextParams::matmul_observer): what `tessera imatrix` measures.
+struct MatmulInput {
+  std::string_view weight;          // the weight's tensor name in the model file
+  int64_t n_in = 0;                 // elements per row (the weight's row length)
+  int64_t n_rows = 0;               // rows that went through the weight in this pass
+  const float* rows = nullptr;      // [n_rows][n_in]
+  int64_t n_expert = 0;             // a stack of experts (mixture of experts): how many;
+                                    // 0 for a plain matrix
+  const int32_t* expert = nullptr;  // with n_expert: the expert each row went to
+};
+/// Called with each input and the user data of ContextParams (a plain function and a
+/// pointer, as the reference's evaluation callback, so that the parameters stay plain
+/// data).
+using MatmulObserver = void (*)(const MatmulInput& input, void* user_data);
 
 struct ContextParams {
   int64_t n_ctx = 0;        // cache cells (all sequences together); 0 = the training context, at most 4096
@@ -41,6 +58,13 @@ struct ContextParams {
   int n_seq_regions = 0;    // sequences 0 .. n_seq_regions-1 have home regions (n_ctx / n_seq_regions
                             // cells each); higher ids take any free cell (a server's cached
                             // prefixes, which never receive new tokens). 0: n_seq_max
+  /// Set: called after each forward pass, once for every product of a model weight (a
+  /// tensor of the file, not a view of one) with F32 activations, in graph order. A
+  /// projection that tessera fused at load (q/k/v, gate/up) is reported once per part,
+  /// under each part's name, with the same rows. The inputs are kept in memory until the
+  /// pass ends (more memory per pass). Not with a model split across MPI ranks.
+  MatmulObserver matmul_observer = nullptr;
+  void* matmul_observer_data = nullptr;  // passed to matmul_observer
 };
 
 /// What save_seq_state / load_seq_state moved.

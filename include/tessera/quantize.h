@@ -37,6 +37,12 @@ struct QuantizeParams {
   int n_threads = 0;              // threads that share each tensor's rows; 0 = all cores
   bool allow_requantize = false;  // accept inputs whose tensors are already quantized
   bool pure = false;              // no mixes: every weight matrix gets the base type
+  /// An importance matrix file (`tessera imatrix`, or the reference's llama-imatrix):
+  /// each matrix with an entry of its name is quantized by its type's weighted search
+  /// (an expert stack's experts each with their slice); the file's name, dataset, entry
+  /// and chunk counts go to the quantize.imatrix.* keys. Some targets need one
+  /// (QuantRecipe::needs_imatrix).
+  std::string imatrix_path;
   std::function<void(const QuantizeProgress&)> progress;  // optional
 };
 
@@ -47,6 +53,8 @@ struct QuantizeReport {
   size_t n_tensors = 0;
   size_t n_converted = 0;  // tensors whose type changed
   size_t n_fallbacks = 0;  // tensors that got a fallback type (see QuantizeProgress::note)
+  size_t n_imatrix = 0;    // tensors quantized by a weighted search (their type has one)
+  size_t n_imatrix_entries = 0;  // entries of the importance matrix file (0 without one)
   uint64_t n_elements = 0;
   uint64_t in_tensor_bytes = 0, out_tensor_bytes = 0;
   uint64_t in_file_bytes = 0, out_file_bytes = 0;
@@ -58,7 +66,10 @@ struct QuantizeReport {
 /// metadata is copied; general.file_type and general.quantization_version (2) are set.
 /// Errors name the file, the tensor or the type: an unknown recipe (listing the valid
 /// ones), an unreadable input, an already-quantized tensor without allow_requantize, a
-/// type tessera cannot convert, a failed write (no partial file is left).
+/// type tessera cannot convert, a failed write (no partial file is left), a target or a
+/// tensor that needs an importance matrix without one (naming the type, or the tensor and
+/// its type), an unreadable importance matrix, or an entry whose size does not fit its
+/// tensor.
 /// Memory: the input stays mapped; conversion works in row chunks per thread, but the
 /// output tensors are held in memory until the file is written.
 Result<QuantizeReport> quantize_model(const std::string& in, const std::string& out,
@@ -68,5 +79,12 @@ Result<QuantizeReport> quantize_model(const std::string& in, const std::string& 
 std::vector<std::string> quantize_type_names();
 /// A one-line description of a recipe ("" for an unknown name).
 std::string quantize_type_summary(std::string_view name);
+/// Bits per weight of a recipe (0 for an unknown name): the reference quantizer's figure
+/// for the mix where it states one (the i-quant and ternary targets), else the base
+/// type's blocks' (8 * bytes / elements per block; a mix's other tensors add a little).
+double quantize_type_bpw(std::string_view name);
+/// Whether a recipe's bits per weight is the reference's figure for the mix (true) or
+/// the base type's blocks' (false).
+bool quantize_type_bpw_is_mix(std::string_view name);
 
 }  // namespace tessera

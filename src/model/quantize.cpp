@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <thread>
 
 #include "model/quant_recipe.h"
+#include "quant/imatrix_file.h"
 #include "quant/quant.h"
 #include "tessera/gguf.h"
 #include "tessera/log.h"
@@ -23,31 +26,43 @@ constexpr uint32_t kQuantizationVersion = 2;          // the block layouts of th
 constexpr int64_t kChunkElements = int64_t(1) << 16;  // floats converted at a time per thread
 
 /// Converts rows [r0, r1) of `t` into `dst` (the output's first row), a chunk at a time.
-void convert_range(const gguf::TensorInfo& t, DType to, int64_t r0, int64_t r1, uint8_t* dst) {
+/// With `importance` (ne[0] values per plane: an expert stack's experts each have theirs)
+/// the type's weighted search quantizes the rows.
+void convert_range(const gguf::TensorInfo& t, DType to, int64_t r0, int64_t r1, uint8_t* dst,
+                   const float* importance) {
   const ToFloatFn to_float = quant::to_float_fn(t.type);
   const FromFloatFn from_float = quant::from_float_fn(to);
   const int64_t n = t.ne[0];
   const size_t in_row = dtype_row_size(t.type, n), out_row = dtype_row_size(to, n);
   const int64_t chunk = std::max<int64_t>(1, kChunkElements / n);
   std::vector<float> buf(static_cast<size_t>(std::min(chunk, r1 - r0) * n));
-  for (int64_t r = r0; r < r1; r += chunk) {
-    const int64_t m = std::min(chunk, r1 - r);  // rows are whole blocks: convert m at once
+  for (int64_t r = r0; r < r1;) {
+    // Rows are whole blocks: convert m at once, within one plane.
+    const int64_t plane = r / t.ne[1];
+    const int64_t m = std::min({chunk, r1 - r, (plane + 1) * t.ne[1] - r});
     to_float(t.data + size_t(r) * in_row, buf.data(), m * n);
-    from_float(buf.data(), dst + size_t(r) * out_row, m * n);
+    if (importance != nullptr) {
+      const float* imp = importance + (plane % t.ne[2]) * n;
+      quant::quantize_rows(to, buf.data(), dst + size_t(r) * out_row, m, n, imp);
+    } else {
+      from_float(buf.data(), dst + size_t(r) * out_row, m * n);
+    }
+    r += m;
   }
 }
 
 /// Converts all rows of `t` to `to`, the rows split into n_threads contiguous ranges.
-void convert_tensor(const gguf::TensorInfo& t, DType to, uint8_t* dst, int n_threads) {
+void convert_tensor(const gguf::TensorInfo& t, DType to, uint8_t* dst, int n_threads,
+                    const float* importance) {
   const int64_t rows = t.n_elements() / t.ne[0];
   const int64_t min_rows = std::max<int64_t>(1, kChunkElements / (4 * t.ne[0]));  // not tiny slices
   const int64_t n_parts = std::clamp<int64_t>(rows / min_rows, 1, n_threads);
   std::vector<std::thread> workers;
   for (int64_t p = 1; p < n_parts; ++p) {
     workers.emplace_back(convert_range, std::cref(t), to, rows * p / n_parts,
-                         rows * (p + 1) / n_parts, dst);
+                         rows * (p + 1) / n_parts, dst, importance);
   }
-  convert_range(t, to, 0, rows / n_parts, dst);
+  convert_range(t, to, 0, rows / n_parts, dst, importance);
   for (std::thread& w : workers) w.join();
 }
 
@@ -99,6 +114,8 @@ struct Job {
   const QuantRecipe& recipe;
   const QuantizeParams& params;
   std::vector<TensorPlan> plans;
+  const quant::Imatrix* imatrix;               // null without --imatrix
+  std::vector<std::vector<float>> importance;  // per tensor: empty, or its importance
   gguf::Writer writer;
   QuantizeReport report;
   uint64_t in_bytes_total = 0;
@@ -107,6 +124,12 @@ struct Job {
     for (const auto& [key, value] : file.metadata()) writer.set(key, value);
     writer.set("general.file_type", static_cast<uint32_t>(recipe.file_type));
     writer.set("general.quantization_version", kQuantizationVersion);
+    if (imatrix == nullptr) return;
+    // The reference's keys, its strings cut at 127 bytes as it cuts them.
+    writer.set("quantize.imatrix.file", params.imatrix_path.substr(0, 127));
+    if (!imatrix->dataset.empty()) writer.set("quantize.imatrix.dataset", imatrix->dataset.substr(0, 127));
+    writer.set("quantize.imatrix.entries_count", int32_t(imatrix->entries.size()));
+    if (imatrix->chunks > 0) writer.set("quantize.imatrix.chunks_count", imatrix->chunks);
   }
 
   void add_tensor(size_t i, int n_threads) {
@@ -125,9 +148,11 @@ struct Job {
           return Status::error("quantize: tensor '" + t.name + "': out of memory for " +
                                std::to_string(nbytes >> 20) + " MiB of output");
         }
-        convert_tensor(t, to, bytes.data(), n_threads);
+        const std::vector<float>& imp = importance[i];
+        convert_tensor(t, to, bytes.data(), n_threads, imp.empty() ? nullptr : imp.data());
         ok = out(bytes.data(), bytes.size());
         ++report.n_converted;
+        report.n_imatrix += !imp.empty() && quant::format(to)->quantize_weighted != nullptr;  // (Q8_0 has no search)
       }
       file.release_pages(size_t(t.data - file.file_data()), t.nbytes);
       report.out_tensor_bytes += nbytes;
@@ -171,7 +196,8 @@ struct Job {
   }
 };
 
-std::vector<TensorPlan> plan_for(const gguf::File& file, const QuantRecipe& recipe, bool pure) {
+std::vector<TensorPlan> plan_for(const gguf::File& file, const QuantRecipe& recipe, bool pure,
+                                 bool has_imatrix) {
   std::vector<TensorDesc> descs;
   descs.reserve(file.tensors().size());
   for (const gguf::TensorInfo& t : file.tensors()) {
@@ -181,7 +207,53 @@ std::vector<TensorPlan> plan_for(const gguf::File& file, const QuantRecipe& reci
     while (n_dims > 1 && t.ne[size_t(n_dims - 1)] == 1) --n_dims;
     descs.push_back({t.name, t.type, n_dims, t.ne[0]});
   }
-  return plan_quantization(recipe, quant_model_facts(file), descs, pure);
+  return plan_quantization(recipe, quant_model_facts(file), descs, pure, has_imatrix);
+}
+
+Result<quant::Imatrix> load_imatrix(const std::string& path) {
+  Result<quant::Imatrix> m = quant::read_imatrix(path);
+  if (!m) return m.status().with_context("quantize");
+  for (const quant::ImatrixEntry& e : m->entries) {
+    for (float v : e.values) {
+      if (!std::isfinite(v)) {
+        return Status::error("quantize: " + path + ": entry '" + e.name + "' has a non-finite value");
+      }
+    }
+  }
+  return m;
+}
+
+/// Each converted tensor's importance (its entry / ncall, when the file has one of its
+/// size), and the refusals: a wrong size, a tensor whose type needs one and has none.
+Status assign_importance(Job& job) {
+  const std::vector<gguf::TensorInfo>& tensors = job.file.tensors();
+  job.importance.assign(tensors.size(), {});
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const gguf::TensorInfo& t = tensors[i];
+    const DType to = job.plans[i].type;
+    if (to == t.type || quant::format(to) == nullptr) continue;  // copied, or not block-quantized
+    const quant::ImatrixEntry* e = job.imatrix ? job.imatrix->find(t.name) : nullptr;
+    if (e != nullptr) {
+      const int64_t want = t.ne[0] * t.ne[2];
+      if (int64_t(e->values.size()) == want) {
+        job.importance[i] = e->importance();
+      } else if (t.name != "token_embd.weight") {  // the reference ignores this one's
+        return Status::error("quantize: " + job.params.imatrix_path + ": the entry of tensor '" + t.name + "' has " +
+                             std::to_string(e->values.size()) + " values; the tensor needs " +
+                             std::to_string(want) + " (row length x experts)");
+      }
+    } else if (job.imatrix) {
+      log(LogLevel::Info, "quantize: no importance matrix entry for %s", t.name.c_str());
+    }
+    if (job.importance[i].empty() && tensor_needs_imatrix(job.recipe.file_type, to, t.name)) {
+      return Status::error("quantize: tensor '" + t.name + "' gets type " + std::string(dtype_name(to)) + " in " +
+                           std::string(file_type_name(job.recipe.file_type)) +
+                           ", which needs an importance matrix entry for it" +
+                           (job.imatrix ? " (" + job.params.imatrix_path + " has none)"
+                                        : " (--imatrix FILE, made by `tessera imatrix`)"));
+    }
+  }
+  return Status::ok();
 }
 
 Result<QuantizeReport> run_job(Job& job, const std::string& out) {
@@ -218,6 +290,16 @@ std::string quantize_type_summary(std::string_view name) {
   return r ? std::string(r->summary) : std::string();
 }
 
+double quantize_type_bpw(std::string_view name) {
+  const QuantRecipe* r = find_quant_recipe(name);
+  return r ? recipe_bpw(*r) : 0.0;
+}
+
+bool quantize_type_bpw_is_mix(std::string_view name) {
+  const QuantRecipe* r = find_quant_recipe(name);
+  return r != nullptr && r->mix_bpw > 0;
+}
+
 Result<QuantizeReport> quantize_model(const std::string& in, const std::string& out,
                                       const QuantizeParams& params) {
   const QuantRecipe* recipe = find_quant_recipe(params.type_name);
@@ -225,11 +307,25 @@ Result<QuantizeReport> quantize_model(const std::string& in, const std::string& 
     return Status::error("quantize: unknown type '" + params.type_name +
                          "' (valid: " + valid_names() + ")");
   }
+  if (recipe->needs_imatrix && params.imatrix_path.empty()) {
+    return Status::error("quantize: " + std::string(recipe->name) +
+                         " needs an importance matrix (--imatrix FILE, made by `tessera imatrix`): "
+                         "without one the reference quantizer refuses it, as the result is garbage");
+  }
+  std::optional<quant::Imatrix> imatrix;
+  if (!params.imatrix_path.empty()) {
+    Result<quant::Imatrix> m = load_imatrix(params.imatrix_path);
+    if (!m) return m.status();
+    imatrix = std::move(*m);
+  }
   Result<std::unique_ptr<gguf::File>> file = gguf::File::open(in);
   if (!file) return file.status();
   TESSERA_RETURN_IF_ERROR(check_paths(in, out));
-  Job job{**file, *recipe, params, plan_for(**file, *recipe, params.pure), {}, {}, 0};
+  const quant::Imatrix* im = imatrix ? &*imatrix : nullptr;
+  Job job{**file, *recipe, params, plan_for(**file, *recipe, params.pure, im != nullptr), im, {}, {}, {}, 0};
   TESSERA_RETURN_IF_ERROR(check_input(job.file, job.plans, params.allow_requantize));
+  TESSERA_RETURN_IF_ERROR(assign_importance(job));
+  job.report.n_imatrix_entries = im ? im->entries.size() : 0;
   return run_job(job, out);
 }
 

@@ -184,7 +184,7 @@ void quantize_iq4_nl(const float* x, void* y, int64_t n) {
   for (int64_t i = 0; i < nb; ++i) quantize_block_nl(x + QK4_NL * i, out[i], nullptr);
 }
 
-void quantize_weighted_iq4_nl(const float* x, void* y, int64_t n, const float* importance) {
+void quantize_iq4_nl_weighted(const float* x, void* y, int64_t n, const float* importance) {
   auto* out = static_cast<BlockIQ4_NL*>(y);
   const int64_t nb = block_count(n, QK4_NL);
   for (int64_t i = 0; i < nb; ++i) quantize_block_nl(x + QK4_NL * i, out[i], importance + QK4_NL * i);
@@ -221,7 +221,7 @@ void quantize_iq4_xs(const float* x, void* y, int64_t n) {
   for (int64_t i = 0; i < nb; ++i) quantize_block_xs(x + QK_K * i, out[i], nullptr);
 }
 
-void quantize_weighted_iq4_xs(const float* x, void* y, int64_t n, const float* importance) {
+void quantize_iq4_xs_weighted(const float* x, void* y, int64_t n, const float* importance) {
   auto* out = static_cast<BlockIQ4_XS*>(y);
   const int64_t nb = block_count(n, QK_K);
   for (int64_t i = 0; i < nb; ++i) quantize_block_xs(x + QK_K * i, out[i], importance + QK_K * i);

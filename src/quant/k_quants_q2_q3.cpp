@@ -15,6 +15,7 @@
 
 #include "core/fp16.h"
 #include "quant/blocks.h"
+#include "quant/k_pack.h"
 #include "quant/k_search.h"
 #include "quant/quant.h"
 #include "quant/strict_fp.h"  // last: applies to everything below
@@ -23,17 +24,7 @@ namespace tessera::quant {
 namespace {
 
 using detail::block_count;
-
-// 2-bit fields of a Q2_K/Q3_K qs array: element 128 h + 32 k + l is at bit 2 k of
-// qs[32 h + l].
-void pack_low2(const uint8_t* L, uint8_t* qs) {
-  for (int h = 0; h < 2; ++h) {
-    for (int l = 0; l < 32; ++l) {
-      const uint8_t* p = L + 128 * h + l;
-      qs[32 * h + l] = uint8_t(p[0] | (p[32] << 2) | (p[64] << 4) | (p[96] << 6));
-    }
-  }
-}
+using detail::pack_low2;
 
 void unpack_low2(const uint8_t* qs, int* q) {
   for (int h = 0; h < 2; ++h) {
@@ -119,14 +110,7 @@ void quantize_block_q3_K(const float* x, BlockQ3_K& b) {
       L[16 * j + l] = int8_t(std::clamp(nearest_int(x[16 * j + l] / d), -4, 3) + 4);
     }
   }
-  // Bit 2 of element e goes to bit e / 32 of hmask[e % 32]; the rest as in Q2_K.
-  uint8_t low[QK_K];
-  std::memset(b.hmask, 0, sizeof(b.hmask));
-  for (int e = 0; e < QK_K; ++e) {
-    if (L[e] > 3) b.hmask[e % 32] = uint8_t(b.hmask[e % 32] | (1 << (e / 32)));
-    low[e] = uint8_t(L[e] & 3);
-  }
-  pack_low2(low, b.qs);
+  detail::pack_q3(L, b);
 }
 
 // The 256 signed quants (q - 4) of a Q3_K block.

@@ -12,6 +12,7 @@
 
 #include "core/fp16.h"
 #include "quant/blocks.h"
+#include "quant/k_pack.h"
 #include "quant/k_search.h"
 #include "quant/quant.h"
 #include "quant/strict_fp.h"  // last: applies to everything below
@@ -20,6 +21,7 @@ namespace tessera::quant {
 namespace {
 
 using detail::block_count;
+using detail::pack_nibbles;
 
 // The scales shared by the Q4_K and Q5_K layouts.
 struct KScales {
@@ -79,15 +81,6 @@ KScales quantize_k4(const float* x, const detail::ScaleMinSearch& opt, uint8_t* 
     }
   }
   return k;
-}
-
-// Element e's low nibble: qs[32 * (e / 64) + e % 32], high half when (e % 64) >= 32.
-void pack_nibbles(const uint8_t* L, uint8_t* qs) {
-  for (int g = 0; g < 4; ++g) {
-    for (int l = 0; l < 32; ++l) {
-      qs[32 * g + l] = uint8_t((L[64 * g + l] & 0x0f) | ((L[64 * g + l + 32] & 0x0f) << 4));
-    }
-  }
 }
 
 void unpack_nibbles(const uint8_t* qs, int* q) {
@@ -197,10 +190,7 @@ void quantize_q5_K(const float* x, void* y, int64_t n) {
     out[i].dmin = k.dmin;
     std::memcpy(out[i].scales, k.packed, K_SCALE_SIZE);
     pack_nibbles(L, out[i].qs);
-    std::memset(out[i].qh, 0, sizeof(out[i].qh));
-    for (int e = 0; e < QK_K; ++e) {
-      if (L[e] > 15) out[i].qh[e % 32] = uint8_t(out[i].qh[e % 32] | (1 << (e / 32)));
-    }
+    detail::pack_q5_high(L, out[i].qh);
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/fp16.h"
 #include "quant/blocks.h"
+#include "quant/k_pack.h"
 #include "quant/k_search.h"
 #include "quant/quant.h"
 #include "quant/strict_fp.h"  // last: applies to everything below
@@ -20,20 +21,7 @@ namespace tessera::quant {
 namespace {
 
 using detail::block_count;
-
-// Element e = 128 h + 32 k + l: low nibble in ql[64 h + 32 (k & 1) + l] (high half for
-// k >= 2), high 2 bits at bit 2 k of qh[32 h + l].
-void pack_q6(const int8_t* L, BlockQ6_K& b) {
-  for (int h = 0; h < 2; ++h) {
-    for (int l = 0; l < 32; ++l) {
-      const int8_t* p = L + 128 * h + l;
-      b.ql[64 * h + l] = uint8_t((p[0] & 0x0f) | ((p[64] & 0x0f) << 4));
-      b.ql[64 * h + l + 32] = uint8_t((p[32] & 0x0f) | ((p[96] & 0x0f) << 4));
-      b.qh[32 * h + l] =
-          uint8_t((p[0] >> 4) | ((p[32] >> 4) << 2) | ((p[64] >> 4) << 4) | ((p[96] >> 4) << 6));
-    }
-  }
-}
+using detail::pack_q6;
 
 // The 256 signed quants (q - 32) of a Q6_K block.
 void unpack_q6(const BlockQ6_K& b, int* q) {

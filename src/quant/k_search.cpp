@@ -125,40 +125,41 @@ SignedMax signed_max(int n, const float* x) {
   return r;
 }
 
-// x^2-weighted sums of x*l and l*l for the quants l = clamp(round(iscale * x)).
+// Weighted sums of x*l and l*l for the quants l = clamp(round(iscale * x)); the weights
+// are w, or x^2 when w is null.
 struct Sums {
   float lx = 0;
   float l2 = 0;
 };
-Sums sym_sums(int n, int nmax, const float* x, float iscale, int8_t* L) {
+Sums sym_sums(int n, int nmax, const float* x, const float* w, float iscale, int8_t* L) {
   Sums s;
   for (int i = 0; i < n; ++i) {
     const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
     if (L) L[i] = int8_t(l + nmax);
-    const float w = x[i] * x[i];
-    s.lx += w * x[i] * float(l);
-    s.l2 += w * float(l) * float(l);
+    const float wi = w ? w[i] : x[i] * x[i];
+    s.lx += wi * x[i] * float(l);
+    s.l2 += wi * float(l) * float(l);
   }
   return s;
 }
 
 }  // namespace
 
-float search_scale_sym(int n, int nmax, const float* x, int8_t* L) {
+float search_scale_sym(int n, int nmax, const float* x, int8_t* L, const float* w) {
   const SignedMax sm = signed_max(n, x);
   if (sm.amax < kGroupMaxEps) {
     std::fill(L, L + n, int8_t(0));
     return 0.0f;
   }
-  const Sums first = sym_sums(n, nmax, x, float(-nmax) / sm.max, L);
+  const Sums first = sym_sums(n, nmax, x, w, float(-nmax) / sm.max, L);
   float scale = first.l2 != 0 ? first.lx / first.l2 : 0.0f;
   float best = scale * first.lx;
   for (int is = -9; is <= 9; ++is) {
     if (is == 0) continue;
     const float iscale = -(float(nmax) + 0.1f * float(is)) / sm.max;
-    const Sums s = sym_sums(n, nmax, x, iscale, nullptr);
+    const Sums s = sym_sums(n, nmax, x, w, iscale, nullptr);
     if (s.l2 > 0 && s.lx * s.lx > best * s.l2) {
-      sym_sums(n, nmax, x, iscale, L);
+      sym_sums(n, nmax, x, w, iscale, L);
       scale = s.lx / s.l2;
       best = scale * s.lx;
     }
@@ -200,12 +201,89 @@ float search_scale_q3(int n, int nmax, const float* x, int8_t* L) {
     return 0.0f;
   }
   const float iscale = float(-nmax) / sm.max;
-  Sums s = sym_sums(n, nmax, x, iscale, L);
+  Sums s = sym_sums(n, nmax, x, nullptr, iscale, L);
   for (int i = 0; i < n; ++i) L[i] = int8_t(L[i] - nmax);  // signed during refinement
   for (int pass = 0; pass < 5; ++pass) {
     if (refine_q3(n, nmax, x, L, s) == 0) break;
   }
   for (int i = 0; i < n; ++i) L[i] = int8_t(L[i] + nmax);
+  return s.l2 > 0 ? s.lx / s.l2 : 0.0f;
+}
+
+namespace {
+
+// Weighted squared error of x ~= scale * min(nmax, round(iscale * x)).
+float pos_error(int n, int nmax, const float* x, const float* w, float iscale, float scale) {
+  float err = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::min(nmax, nearest_int(iscale * x[i]));
+    const float diff = x[i] - scale * float(l);
+    err += w[i] * diff * diff;
+  }
+  return err;
+}
+
+// One pass of the refinement of search_scale_pos: moves each quant to the value that is
+// best for the current fit of the others, keeping the move if the fit improves.
+int refine_pos(int n, int nmax, const float* x, const float* w, uint8_t* L, Sums& s) {
+  int changed = 0;
+  for (int i = 0; i < n; ++i) {
+    float slx = s.lx - w[i] * x[i] * float(L[i]);
+    float sl2 = s.l2 - w[i] * float(L[i]) * float(L[i]);
+    if (!(slx > 0 && sl2 > 0)) continue;
+    const int new_l = std::min(nmax, nearest_int(x[i] * sl2 / slx));
+    if (new_l == L[i]) continue;
+    slx += w[i] * x[i] * float(new_l);
+    sl2 += w[i] * float(new_l) * float(new_l);
+    if (slx * slx * s.l2 > s.lx * s.lx * sl2) {
+      L[i] = uint8_t(new_l);
+      s.lx = slx;
+      s.l2 = sl2;
+      ++changed;
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+float search_scale_pos(int n, int nmax, const float* x, const float* w, uint8_t* L) {
+  float max = 0;
+  for (int i = 0; i < n; ++i) max = std::max(max, x[i]);
+  if (max == 0) {
+    std::fill(L, L + n, uint8_t(0));
+    return 0.0f;
+  }
+  // The first trial is the plain nmax / max, which never needs the clamp.
+  float iscale = float(nmax) / max;
+  float best = 0;
+  {
+    const float scale = 1 / iscale;
+    for (int i = 0; i < n; ++i) {
+      const float diff = x[i] - scale * float(nearest_int(iscale * x[i]));
+      best += w[i] * diff * diff;
+    }
+  }
+  for (int is = -4; is <= 4; ++is) {
+    if (is == 0) continue;
+    const float iscale_is = (0.1f * float(is) + float(nmax)) / max;
+    const float err = pos_error(n, nmax, x, w, iscale_is, 1 / iscale_is);
+    if (err < best) {
+      best = err;
+      iscale = iscale_is;
+    }
+  }
+  Sums s;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::min(nmax, nearest_int(iscale * x[i]));
+    L[i] = uint8_t(l);
+    s.lx += w[i] * x[i] * float(l);
+    s.l2 += w[i] * float(l) * float(l);
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    if (refine_pos(n, nmax, x, w, L, s) == 0) break;
+  }
+  // (Zero weights on every non-zero quant leave no fit: 0 rather than the reference's NaN.)
   return s.l2 > 0 ? s.lx / s.l2 : 0.0f;
 }
 

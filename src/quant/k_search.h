@@ -29,9 +29,16 @@ struct ScaleMinSearch {
 float search_scale_min(int n, const float* x, const float* weights, const ScaleMinSearch& opt,
                        uint8_t* L, uint8_t* laux, float* min_out);
 
-/// Symmetric search (Q6_K): x[i] ~= scale * (L[i] - nmax), L[i] in 0..2*nmax-1, weights
-/// x[i]^2, trial scales (nmax + 0.1 k) / max for k in -9..9. Returns the scale.
-float search_scale_sym(int n, int nmax, const float* x, int8_t* L);
+/// Symmetric search (Q6_K, and the weighted Q3_K/Q4_0/Q5_0): x[i] ~= scale * (L[i] - nmax),
+/// L[i] in 0..2*nmax-1, weights `w` (x[i]^2 when null), trial scales (nmax + 0.1 k) / max
+/// for k in -9..9, each refitted by weighted least squares. Returns the scale.
+float search_scale_sym(int n, int nmax, const float* x, int8_t* L, const float* w = nullptr);
+
+/// Search for non-negative values (the sub-block scales and mins of the weighted Q2_K,
+/// Q4_K, Q5_K): x[i] ~= scale * L[i], L[i] in 0..nmax, weights w; trial scales
+/// (nmax + 0.1 k) / max for k in -4..4, then up to 5 passes that move single quants while
+/// the weighted fit improves. Returns the scale (0 when every x is 0).
+float search_scale_pos(int n, int nmax, const float* x, const float* w, uint8_t* L);
 
 /// Symmetric search (Q3_K): starts from nmax / max and moves single quants while that
 /// lowers the x^2-weighted error (up to 5 passes). L[i] in 0..2*nmax-1 (offset nmax).

@@ -12,6 +12,7 @@
 
 #include "core/fp16.h"
 #include "quant/blocks.h"
+#include "quant/k_pack.h"
 #include "quant/k_search.h"
 #include "quant/quant.h"
 #include "quant/strict_fp.h"  // last: applies to everything below
@@ -20,6 +21,7 @@ namespace tessera::quant {
 namespace {
 
 using detail::block_count;
+using detail::pack5;
 
 // The value of largest magnitude in x[0..n) (the first one on ties), 0 when all are 0.
 float signed_absmax(const float* x, int n) {
@@ -54,17 +56,6 @@ Range range_of(const float* x, int n) {
 }
 
 float inverse(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
-
-// Stores 32 5-bit values: low nibbles as in Q4_0, fifth bits into qh (element j at bit j).
-void pack5(const int* q, uint8_t* qs, uint8_t* qh) {
-  uint32_t high = 0;
-  for (int j = 0; j < 16; ++j) {
-    qs[j] = uint8_t((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
-    high |= uint32_t((q[j] >> 4) & 1) << j;
-    high |= uint32_t((q[j + 16] >> 4) & 1) << (j + 16);
-  }
-  for (int k = 0; k < 4; ++k) qh[k] = uint8_t(high >> (8 * k));
-}
 
 // Reads the 32 5-bit values of a Q5 block into q[0..32).
 void unpack5(const uint8_t* qs, const uint8_t* qh, int* q) {

@@ -122,11 +122,24 @@ float vec_dot_iq2_s_q8_K(int64_t n, const void* x, const void* y);
 // 4-bit non-linear formats (iq4.cpp): IQ4_NL pairs with Q8_0, IQ4_XS with Q8_K.
 void quantize_iq4_nl(const float* x, void* y, int64_t n);
 void quantize_iq4_xs(const float* x, void* y, int64_t n);
-void quantize_weighted_iq4_nl(const float* x, void* y, int64_t n, const float* importance);
-void quantize_weighted_iq4_xs(const float* x, void* y, int64_t n, const float* importance);
+void quantize_iq4_nl_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_iq4_xs_weighted(const float* x, void* y, int64_t n, const float* importance);
 void dequantize_iq4_nl(const void* x, float* y, int64_t n);
 void dequantize_iq4_xs(const void* x, float* y, int64_t n);
 float vec_dot_iq4_nl_q8_0(int64_t n, const void* x, const void* y);
 float vec_dot_iq4_xs_q8_K(int64_t n, const void* x, const void* y);
+
+// Importance-weighted searches (weighted_legacy.cpp, weighted_k.cpp): one row of n
+// elements, importance[0..n) for its columns (Q4_0 .. Q5_1 use the row's mean square, so
+// a call is one whole row).
+void quantize_q4_0_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q4_1_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q5_0_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q5_1_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q2_K_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q3_K_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q4_K_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q5_K_weighted(const float* x, void* y, int64_t n, const float* importance);
+void quantize_q6_K_weighted(const float* x, void* y, int64_t n, const float* importance);
 
 }  // namespace tessera::quant

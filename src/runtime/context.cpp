@@ -69,7 +69,7 @@ ContextImpl::ContextImpl(const Model& model, const ContextParams& params,
                return c != cache_backend_.end() ? c->second : kAnyBackend;
              }),
       shift_(m_.hparams, rope_factors(m_.hparams, m_.weights, params.n_ctx / params.n_seq_max), sched_),
-      graphs_(m_, sched_, params.embeddings, params.n_ctx / params.n_seq_max),
+      graphs_(m_, sched_, params.embeddings, params.n_ctx / params.n_seq_max, params.matmul_observer != nullptr),
       adapter_scales_(m_.info.adapter_scales) {}
 
 Status ContextImpl::init() {
@@ -144,6 +144,10 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
   if (p.n_seq_regions < 1 || p.n_seq_regions > p.n_seq_max) {
     return Status::error("context: n_seq_regions " + std::to_string(p.n_seq_regions) +
                          " out of range [1, n_seq_max = " + std::to_string(p.n_seq_max) + "]");
+  }
+  if (p.matmul_observer && model.impl().mpi_id >= 0) {
+    return Status::error("context: the inputs of a model's matrices cannot be observed when its layers are "
+                         "split across MPI ranks");
   }
   Result<std::vector<std::unique_ptr<Backend>>> backends = make_backends(model.impl().placement, p.n_threads);
   if (!backends) return backends.status();

@@ -180,6 +180,10 @@ Status ContextImpl::decode_ubatch(const Batch& batch, int64_t begin, int64_t end
   if (fg.in.kq_mask_swa) set_input(fg.in.kq_mask_swa, mask_swa.data(), mask_swa.size() * sizeof(float));
   set_input(fg.in.out_ids, out_ids.data(), out_ids.size() * sizeof(int32_t));
   TESSERA_RETURN_IF_ERROR(sched_.compute(*fg.plan));
+  if (params_.matmul_observer) {
+    TESSERA_RETURN_IF_ERROR(report_matmul_inputs(sched_, *fg.plan, fg.observed, params_.matmul_observer,
+                                                 params_.matmul_observer_data));
+  }
   if (!keep_outputs) return Status::ok();
   return copy_outputs(fg, batch, begin, end);
 }

@@ -52,6 +52,7 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
     fg->graph.expand(t);
   }
   if (fg->in.kq_mask_swa) fg->graph.expand(fg->in.kq_mask_swa);
+  if (observe_) fg->observed = observe_weight_matmuls(fg->graph, m_.weights);
   fg->plan = sched_.plan(fg->graph);
   ++n_built_;
   return fg;

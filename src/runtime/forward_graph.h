@@ -12,6 +12,7 @@
 
 #include "backend/scheduler.h"
 #include "model/model_impl.h"
+#include "runtime/matmul_observer.h"
 
 namespace tessera {
 
@@ -34,6 +35,7 @@ struct ForwardGraph {
   BatchInputs in;
   Tensor* logits = nullptr;      // [n_vocab, n_outputs]; null for an encoder
   Tensor* embeddings = nullptr;  // [n_embd, n_outputs] after the output norm; null unless asked
+  std::vector<ObservedMatmul> observed;  // products of weights whose inputs are kept (observing contexts)
   std::unique_ptr<SchedGraph> plan;  // splits, copies and memory
 };
 
@@ -41,10 +43,13 @@ class ForwardGraphCache {
  public:
   /// `embeddings`: keep the final hidden state of the output tokens as a graph output.
   /// `n_ctx_per_seq`: the context's cells per sequence (BatchInputs::n_ctx_per_seq).
-  ForwardGraphCache(const detail::ModelImpl& m, Scheduler& sched, bool embeddings, int64_t n_ctx_per_seq)
+  /// `observe`: keep the inputs of the products of weights (ForwardGraph::observed).
+  ForwardGraphCache(const detail::ModelImpl& m, Scheduler& sched, bool embeddings, int64_t n_ctx_per_seq,
+                    bool observe = false)
       : m_(m),
         sched_(sched),
         embeddings_(embeddings),
+        observe_(observe),
         n_ctx_per_seq_(n_ctx_per_seq),
         capacity_(m.info.adapters.empty() ? kCapacity : 2 * kCapacity) {}
 
@@ -62,6 +67,7 @@ class ForwardGraphCache {
   const detail::ModelImpl& m_;
   Scheduler& sched_;
   bool embeddings_;
+  bool observe_;
   int64_t n_ctx_per_seq_;
   size_t capacity_;
   std::vector<std::unique_ptr<ForwardGraph>> graphs_;  // most recently used first

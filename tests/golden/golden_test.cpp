@@ -3,9 +3,11 @@
 // prompt, and greedy tokens identical up to the first near-tie of the reference.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/vec.h"
 #include "common/test_util.h"
 #include "tessera/context.h"
 #include "tessera/model.h"
@@ -71,10 +73,10 @@ RunOutput run_model(const Model& model, const std::vector<TokenId>& prompt, size
   return out;
 }
 
-class GoldenTest : public ::testing::TestWithParam<GoldenCase> {};
-
-TEST_P(GoldenTest, MatchesReference) {
-  TESSERA_REQUIRE_SHARED(golden_path, std::string("golden/") + GetParam().golden);
+/// Runs a golden case at the active CPU level: the rules of the file's header comment,
+/// with one and two threads, one batch and small ones.
+void check_golden(const GoldenCase& gc) {
+  TESSERA_REQUIRE_SHARED(golden_path, std::string("golden/") + gc.golden);
   std::ifstream in(golden_path);
   const nlohmann::json golden = nlohmann::json::parse(in);
   TESSERA_REQUIRE_SHARED(model_path, "models/" + golden["model"].get<std::string>());
@@ -94,9 +96,9 @@ TEST_P(GoldenTest, MatchesReference) {
     const RunOutput out = run_model(**model, prompt, ref_greedy.size(), threads, batch);
     ASSERT_EQ(out.logits_last_prompt.size(), ref_logits.size());
     const double e = nmse(out.logits_last_prompt, ref_logits);
-    EXPECT_LE(e, GetParam().max_nmse);
+    EXPECT_LE(e, gc.max_nmse);
     RecordProperty("nmse_t" + std::to_string(threads) + "_b" + std::to_string(batch), std::to_string(e));
-    for (size_t i = 0; GetParam().check_greedy && i < n_check; ++i) {
+    for (size_t i = 0; gc.check_greedy && i < n_check; ++i) {
       ASSERT_EQ(out.greedy[i], ref_greedy[i]) << "greedy step " << i << " of " << n_check;
     }
     if (first_tokens.empty()) {
@@ -105,6 +107,28 @@ TEST_P(GoldenTest, MatchesReference) {
       EXPECT_EQ(out.greedy, first_tokens);
     }
   }
+}
+
+class GoldenTest : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(GoldenTest, MatchesReference) { check_golden(GetParam()); }
+
+/// The same rules at every CPU level this machine runs (the weights are repacked for the
+/// level at load, so the model is loaded again under each): for the formats whose dot
+/// products and GEMMs have a kernel per level.
+class GoldenEveryLevelTest : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(GoldenEveryLevelTest, MatchesReference) {
+  const cpu::Isa saved = cpu::active_isa();
+  for (cpu::Isa isa : {cpu::Isa::Reference, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    if (!cpu::set_active_isa(isa)) {
+      std::printf("[ level    ] %s: not on this CPU\n", std::string(cpu::isa_name(isa)).c_str());
+      continue;
+    }
+    SCOPED_TRACE("level " + std::string(cpu::isa_name(isa)));
+    check_golden(GetParam());
+  }
+  cpu::set_active_isa(saved);
 }
 
 // Prompts longer than the model's training context (stories260K: 128) up to 400 tokens:
@@ -126,6 +150,15 @@ TEST(GoldenLongPrompt, BatchAndThreadInvariant) {
   EXPECT_EQ(split.greedy, whole.greedy);
 }
 
+std::string golden_case_name(const ::testing::TestParamInfo<GoldenCase>& info) {
+  std::string name = info.param.golden;
+  name = name.substr(0, name.find(".json"));
+  for (char& c : name) {
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     FloatModels, GoldenTest,
     ::testing::Values(GoldenCase{"stories260K.once-upon.json", 1e-5, true},
@@ -143,14 +176,24 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenCase{"mini-llama-Q4_K.hello.json", 1e-3, false},
                       GoldenCase{"mini-llama-Q5_K.hello.json", 1e-3, false},
                       GoldenCase{"mini-llama-Q6_K.hello.json", 1e-3, false}),
-    [](const auto& test_info) {
-      std::string name = test_info.param.golden;
-      name = name.substr(0, name.find(".json"));
-      for (char& c : name) {
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
-    });
+    golden_case_name);
+
+// The i-quants and ternary types (the reference quantizer's files, with its importance
+// matrix: ../shared/README.md), at every CPU level.
+INSTANTIATE_TEST_SUITE_P(
+    IQuants, GoldenEveryLevelTest,
+    ::testing::Values(GoldenCase{"mini-llama-IQ4_NL.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-IQ4_XS.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-IQ3_S.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-IQ3_XXS.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-IQ2_S.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-IQ2_XS.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-IQ2_XXS.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-IQ1_M.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-IQ1_S.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-TQ1_0.hello.json", 1e-3, false},
+                      GoldenCase{"mini-llama-TQ2_0.hello.json", 1e-3, false}),
+    golden_case_name);
 
 }  // namespace
 }  // namespace tessera

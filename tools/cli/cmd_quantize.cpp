@@ -15,6 +15,7 @@ namespace {
 
 struct QuantizeOptions {
   std::string in, out, type;
+  std::string imatrix;
   int threads = default_threads();
   bool allow_requantize = false;
   bool pure = false;
@@ -97,6 +98,10 @@ void print_summary(const QuantizeOptions& o, const QuantizeReport& r) {
         (types.empty() ? "" : ", ") + std::string(dtype_name(type)) + " " + std::to_string(count);
   }
   std::fprintf(stderr, "tessera quantize: tensor types: %s\n", types.c_str());
+  if (!o.imatrix.empty()) {
+    std::fprintf(stderr, "tessera quantize: %zu tensors quantized with importance weights from %s (%zu entries)\n",
+                 r.n_imatrix, o.imatrix.c_str(), r.n_imatrix_entries);
+  }
 }
 
 int run_quantize(const QuantizeOptions& o) {
@@ -108,6 +113,7 @@ int run_quantize(const QuantizeOptions& o) {
   params.n_threads = o.threads;
   params.allow_requantize = o.allow_requantize;
   params.pure = o.pure;
+  params.imatrix_path = o.imatrix;
   params.progress = [printer](const QuantizeProgress& p) { (*printer)(p); };
   Result<QuantizeReport> report = quantize_model(o.in, o.out, params);
   printer->clear();
@@ -117,9 +123,14 @@ int run_quantize(const QuantizeOptions& o) {
 }
 
 std::string type_list() {
-  std::string s = "\nTYPE is one of:\n";
+  std::string s =
+      "\nTYPE is one of (bits per weight: ~ the reference quantizer's figure for the whole mix;\n"
+      "otherwise the base type's blocks', which the mix's larger tensors raise a little):\n";
   for (const std::string& name : quantize_type_names()) {
-    s += "  " + name + std::string(name.size() < 8 ? 8 - name.size() : 1, ' ') +
+    char bpw[32];
+    std::snprintf(bpw, sizeof bpw, "%s%6.2f bpw  ", quantize_type_bpw_is_mix(name) ? "~" : " ",
+                  quantize_type_bpw(name));
+    s += "  " + name + std::string(name.size() < 8 ? 8 - name.size() : 1, ' ') + bpw +
          quantize_type_summary(name) + "\n";
   }
   return s;
@@ -143,6 +154,11 @@ Command add_quantize(CLI::App& app) {
   cmd->add_flag("--allow-requantize", o->allow_requantize,
                 "accept an input whose tensors are already quantized (loses accuracy)");
   cmd->add_flag("--pure", o->pure, "no mixes: every weight matrix gets the type's base type");
+  cmd->add_option("--imatrix", o->imatrix,
+                  "importance matrix (tessera imatrix, or llama-imatrix's file): the matrices it has an "
+                  "entry for are quantized by their type's weighted search; needed by IQ1_S, IQ1_M, "
+                  "IQ2_XXS, IQ2_XS, IQ2_S and Q2_K_S")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("-v,--verbose", o->verbose, "one line per tensor when stderr is not a terminal");
   cmd->footer(type_list());
   return {cmd, [o] { return run_quantize(*o); }};

@@ -31,6 +31,7 @@ Command add_embed(CLI::App& app);
 Command add_parallel(CLI::App& app);
 Command add_chat(CLI::App& app);
 Command add_perplexity(CLI::App& app);
+Command add_imatrix(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_train(CLI::App& app);
 Command add_lora_merge(CLI::App& app);

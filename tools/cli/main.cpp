@@ -84,11 +84,11 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "log what the engine does to stderr");
 
   const std::vector<Command> commands = {add_run(app), add_logits(app), add_inspect(app),
-                                         add_synth(app), add_quantize(app), add_bench(app),
-                                         add_tokenize(app), add_embed(app), add_parallel(app),
-                                         add_chat(app), add_perplexity(app), add_serve(app),
-                                         add_train(app), add_finetune(app), add_lora_merge(app),
-                                         add_template(app), add_convert(app)};
+                                         add_synth(app), add_quantize(app), add_imatrix(app),
+                                         add_bench(app), add_tokenize(app), add_embed(app),
+                                         add_parallel(app), add_chat(app), add_perplexity(app),
+                                         add_serve(app), add_train(app), add_finetune(app),
+                                         add_lora_merge(app), add_template(app), add_convert(app)};
 
   // -v/--verbose is the program's, and may also follow the subcommand (tessera run -v ...):
   // options a subcommand does not know fall through to the program.
