@@ -20,6 +20,8 @@ constexpr Format kFormats[] = {
     {DType::Q5_K, DType::Q8_K, quantize_q5_K, dequantize_q5_K, vec_dot_q5_K_q8_K},
     {DType::Q6_K, DType::Q8_K, quantize_q6_K, dequantize_q6_K, vec_dot_q6_K_q8_K},
     {DType::Q8_K, DType::Q8_K, quantize_q8_K, dequantize_q8_K, vec_dot_q8_K_q8_K},
+    {DType::TQ1_0, DType::Q8_K, quantize_tq1_0, dequantize_tq1_0, vec_dot_tq1_0_q8_K},
+    {DType::TQ2_0, DType::Q8_K, quantize_tq2_0, dequantize_tq2_0, vec_dot_tq2_0_q8_K},
 };
 
 }  // namespace

@@ -32,7 +32,8 @@ using test::term_magnitude;
 using quant::QK_K;
 
 constexpr DType kWeightTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                                  DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                                  DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                                  DType::TQ1_0, DType::TQ2_0};
 constexpr Isa kFastIsas[] = {Isa::Avx2, Isa::Avx512};
 
 int64_t block_size(DType t) { return dtype_traits(t).block_size; }

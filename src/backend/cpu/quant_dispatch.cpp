@@ -27,6 +27,10 @@ QuantMatmul quant_matmul(const QuantKernels& k, DType t) {
       return {DType::Q8_K, k.quantize_q8_K, k.dot_q5_K_q8_K};
     case DType::Q6_K:
       return {DType::Q8_K, k.quantize_q8_K, k.dot_q6_K_q8_K};
+    case DType::TQ1_0:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_tq1_0_q8_K};
+    case DType::TQ2_0:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_tq2_0_q8_K};
     default:
       return {};
   }

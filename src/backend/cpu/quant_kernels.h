@@ -45,6 +45,8 @@ struct QuantKernels {
   QuantDotFn dot_q4_K_q8_K;
   QuantDotFn dot_q5_K_q8_K;
   QuantDotFn dot_q6_K_q8_K;
+  QuantDotFn dot_tq1_0_q8_K;
+  QuantDotFn dot_tq2_0_q8_K;
 };
 
 /// How rows of one weight type are multiplied: activations are quantized to `partner`

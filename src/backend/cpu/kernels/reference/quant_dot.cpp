@@ -19,6 +19,8 @@ const QuantKernels kQuantKernels = {
     .dot_q4_K_q8_K = quant::vec_dot_q4_K_q8_K,
     .dot_q5_K_q8_K = quant::vec_dot_q5_K_q8_K,
     .dot_q6_K_q8_K = quant::vec_dot_q6_K_q8_K,
+    .dot_tq1_0_q8_K = quant::vec_dot_tq1_0_q8_K,
+    .dot_tq2_0_q8_K = quant::vec_dot_tq2_0_q8_K,
 };
 
 }  // namespace tessera::cpu::reference

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/kernels/quant_dot_tq.h"
 #include "backend/cpu/kernels/x86_common.h"
 #include "backend/cpu/quant_kernels.h"
 #include "quant/blocks.h"
@@ -548,6 +549,8 @@ const QuantKernels kQuantKernels = {
     .dot_q4_K_q8_K = dot_q4_K_q8_K,
     .dot_q5_K_q8_K = dot_q5_K_q8_K,
     .dot_q6_K_q8_K = dot_q6_K_q8_K,
+    .dot_tq1_0_q8_K = dot_tq1_0_q8_K,
+    .dot_tq2_0_q8_K = dot_tq2_0_q8_K,
 };
 
 }  // namespace tessera::cpu::avx2
