@@ -129,7 +129,7 @@ struct Job {
         ok = out(bytes.data(), bytes.size());
         ++report.n_converted;
       }
-      file.release_pages(size_t(t.data - file.file_data()), t.nbytes);
+      file.release_tensor_pages(t.data, t.nbytes);
       report.out_tensor_bytes += nbytes;
       report.in_tensor_bytes += t.nbytes;
       report.n_elements += uint64_t(t.n_elements());
@@ -225,7 +225,7 @@ Result<QuantizeReport> quantize_model(const std::string& in, const std::string& 
     return Status::error("quantize: unknown type '" + params.type_name +
                          "' (valid: " + valid_names() + ")");
   }
-  Result<std::unique_ptr<gguf::File>> file = gguf::File::open(in);
+  Result<std::unique_ptr<gguf::File>> file = gguf::File::open_model(in);
   if (!file) return file.status();
   TESSERA_RETURN_IF_ERROR(check_paths(in, out));
   Job job{**file, *recipe, params, plan_for(**file, *recipe, params.pure), {}, {}, 0};
