@@ -57,6 +57,8 @@ Result<std::unique_ptr<File>> File::open_model(const std::string& path) {
   Result<std::optional<int64_t>> no = split_int(*first, kSplitNoKey, 0, 65534);
   if (!no) return no.status();
   const int n = int(count->value_or(1));
+  Result<std::optional<int64_t>> expected = split_int(*first, kSplitTensorsKey, 0, INT32_MAX);
+  if (!expected) return expected.status();
   // Whatever the file, the split keys leave the model's metadata (they describe storage:
   // a model quantized or merged from this one is a single file).
   std::erase_if(first->metadata_, [](const auto& kv) { return is_split_key(kv.first); });
@@ -77,8 +79,6 @@ Result<std::unique_ptr<File>> File::open_model(const std::string& path) {
                          " parts of a split model, but its name does not end in " + part_suffix(0, n) +
                          ", so the other parts cannot be found");
   }
-  Result<std::optional<int64_t>> expected = split_int(*first, kSplitTensorsKey, 0, INT32_MAX);
-  if (!expected) return expected.status();
   if (!expected->has_value()) {
     return Status::error("gguf: " + path + ": key '" + std::string(kSplitTensorsKey) + "' is missing");
   }
