@@ -34,6 +34,10 @@ if(TESSERA_X86_KERNELS)
   set_source_files_properties(${TESSERA_AVX512_SOURCES} PROPERTIES
     COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx512vnni;-mavx512bf16;-mfma;-mf16c")
   set_property(SOURCE ${TESSERA_CPU_DISPATCH_SOURCES} APPEND PROPERTY COMPILE_DEFINITIONS TESSERA_X86_KERNELS=1)
+  # The ternary dots add their per-block products as the reference does, unfused, so
+  # that they are bit-identical to it.
+  set_property(SOURCE ${TESSERA_CPU_DIR}/kernels/x86_avx2/quant_dot_tq.cpp
+               ${TESSERA_CPU_DIR}/kernels/x86_avx512/quant_dot_tq.cpp APPEND PROPERTY COMPILE_OPTIONS -ffp-contract=off)
 else()
   set_source_files_properties(${TESSERA_AVX2_SOURCES} ${TESSERA_AVX512_SOURCES} PROPERTIES HEADER_FILE_ONLY ON)
   set_property(SOURCE ${TESSERA_CPU_DISPATCH_SOURCES} APPEND PROPERTY COMPILE_DEFINITIONS TESSERA_X86_KERNELS=0)

@@ -146,6 +146,8 @@ struct TensorInfo {
   uint64_t offset;            // relative to the data section
   uint64_t nbytes;            // dtype_row_size(type, ne[0]) * ne[1] * ne[2] * ne[3]
   const uint8_t* data;        // points into the file's bytes (valid while the File lives)
+  int part = 0;               // the part of a split model that holds it (0: the first, or
+                              // the only file); offset is relative to that part's data
 
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
 };
@@ -156,6 +158,13 @@ class File {
  public:
   /// Maps `path` read-only and validates it; errors name the path.
   static Result<std::unique_ptr<File>> open(const std::string& path);
+  /// Opens a model: `path` is a single GGUF file, or the first part of a split model
+  /// (NAME-00001-of-0000N.gguf, see gguf_split.h), whose other parts are then opened and
+  /// mapped too: metadata() is the first part's, tensors() those of every part in part
+  /// order. Refused, naming the file: a later part given as `path`, a missing part, a part
+  /// whose split.no / split.count disagree, a tensor in two parts, a tensor count other
+  /// than split.tensors.count.
+  static Result<std::unique_ptr<File>> open_model(const std::string& path);
   /// Validates an in-memory image; `name` stands for the path in messages.
   static Result<std::unique_ptr<File>> from_bytes(std::vector<uint8_t> bytes,
                                                   std::string name = "<memory>");
@@ -186,7 +195,12 @@ class File {
   Result<std::string> get_string(std::string_view key) const;
   Result<bool> get_bool(std::string_view key) const;
 
-  /// Tensors in file order.
+  /// Files of a split model opened with open_model (1 for a single file): part(0) is this
+  /// file, part(i) the File of part i + 1, whose tensors are also this file's tensors().
+  size_t part_count() const { return 1 + parts_.size(); }
+  const File& part(size_t i) const { return i == 0 ? *this : *parts_[i - 1]; }
+
+  /// Tensors in file order (of a split model: part after part).
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   /// The tensor called `name`, or nullptr.
   const TensorInfo* find_tensor(std::string_view name) const;
@@ -196,6 +210,8 @@ class File {
   /// cache, and reading them again still works). Used after weights were copied into
   /// another layout. Does nothing for from_bytes images.
   void release_pages(size_t offset, size_t size) const;
+  /// The same for bytes [data, data + size) of a tensor of any part (tensors().data).
+  void release_tensor_pages(const uint8_t* data, size_t size) const;
 
  private:
   File() = default;
@@ -213,6 +229,7 @@ class File {
   std::map<std::string, size_t, std::less<>> key_index_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
+  std::vector<std::unique_ptr<File>> parts_;  // the other parts of a split model (split.cpp)
 };
 
 /// Builds a GGUF file (version 3). Keys keep insertion order; tensors are laid out in
@@ -227,6 +244,9 @@ class Writer {
   /// (u32) when not 32, and removes that key when 32.
   void set_alignment(size_t alignment);
   size_t alignment() const { return alignment_; }
+  /// Pads the data after the last tensor to the alignment with zeros, as ggml's writer
+  /// does (by default the file ends with the last tensor's bytes).
+  void set_pad_end(bool pad) { pad_end_ = pad; }
 
   /// Adds a tensor; the data is copied. nbytes must equal
   /// dtype_row_size(type, ne[0]) * ne[1] * ne[2] * ne[3]; n_dims is 1..4, unused dims 1,
@@ -274,6 +294,7 @@ class Writer {
   static void encode_payload(std::vector<uint8_t>& out, const Value& v);
 
   size_t alignment_ = kDefaultAlignment;
+  bool pad_end_ = false;
   std::vector<std::pair<std::string, Value>> metadata_;
   std::vector<Tensor> tensors_;
 };

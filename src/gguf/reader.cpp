@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "gguf/cursor.h"
@@ -458,6 +459,19 @@ Result<std::unique_ptr<File>> File::from_bytes(std::vector<uint8_t> bytes, std::
 void File::release_pages(size_t offset, size_t size) const {
   if (!mapped_ || offset >= size_) return;
   drop_mapped_pages(base_ + offset, std::min(size, size_ - offset));
+}
+
+void File::release_tensor_pages(const uint8_t* data, size_t size) const {
+  for (size_t i = 0; i < part_count(); ++i) {
+    const File& p = part(i);
+    // Compared as addresses: the parts are separate mappings.
+    const auto at = reinterpret_cast<uintptr_t>(data);
+    const auto base = reinterpret_cast<uintptr_t>(p.base_);
+    if (at >= base && at < base + p.size_) {
+      p.release_pages(size_t(at - base), size);
+      return;
+    }
+  }
 }
 
 const Value* File::find(std::string_view key) const {

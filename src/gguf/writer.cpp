@@ -173,7 +173,8 @@ bool Writer::emit(const ByteSink& sink, Status* produced) const {
     }
     pos = offsets[i] + t.nbytes;
   }
-  return true;
+  const uint64_t end = pad_end_ ? align_up(pos, alignment_) : pos;
+  return end == pos || sink(zeros.data(), size_t(end - pos));
 }
 
 std::vector<uint8_t> Writer::to_bytes() const {

@@ -8,6 +8,7 @@
 #include "model/load_command.h"
 #include "model/lora.h"
 #include "model/model_impl.h"
+#include "tessera/gguf_split.h"
 #include "tessera/log.h"
 
 namespace tessera {
@@ -66,7 +67,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) { return loa
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelParams& params) {
   return load_on_ranks(path, params, [&]() -> Result<std::unique_ptr<Model>> {
-    Result<std::unique_ptr<gguf::File>> file = gguf::File::open(path);
+    Result<std::unique_ptr<gguf::File>> file = gguf::File::open_model(path);
     if (!file) return file.status();
     return from_file(std::move(*file), path, params);
   });
@@ -91,6 +92,11 @@ Result<std::unique_ptr<Model>> Model::load_from_memory(std::vector<uint8_t> byte
                                                        const ModelParams& params) {
   Result<std::unique_ptr<gguf::File>> file = gguf::File::from_bytes(std::move(bytes), name);
   if (!file) return file.status();
+  // The other parts of a split model are found next to the first and mapped (open_model).
+  if (const gguf::Value* n = (*file)->find(gguf::kSplitCountKey); n && n->as_int().value_or(0) > 1) {
+    return Status::error(name + " is part of a split model (" + std::string(gguf::kSplitCountKey) + " " +
+                         std::to_string(*n->as_int()) + "): split models load mapped only (drop --no-mmap)");
+  }
   return from_file(std::move(*file), name, params);
 }
 

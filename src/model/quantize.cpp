@@ -154,7 +154,7 @@ struct Job {
         ++report.n_converted;
         report.n_imatrix += !imp.empty() && quant::format(to)->quantize_weighted != nullptr;  // (Q8_0 has no search)
       }
-      file.release_pages(size_t(t.data - file.file_data()), t.nbytes);
+      file.release_tensor_pages(t.data, t.nbytes);
       report.out_tensor_bytes += nbytes;
       report.in_tensor_bytes += t.nbytes;
       report.n_elements += uint64_t(t.n_elements());
@@ -318,7 +318,7 @@ Result<QuantizeReport> quantize_model(const std::string& in, const std::string& 
     if (!m) return m.status();
     imatrix = std::move(*m);
   }
-  Result<std::unique_ptr<gguf::File>> file = gguf::File::open(in);
+  Result<std::unique_ptr<gguf::File>> file = gguf::File::open_model(in);
   if (!file) return file.status();
   TESSERA_RETURN_IF_ERROR(check_paths(in, out));
   const quant::Imatrix* im = imatrix ? &*imatrix : nullptr;

@@ -107,7 +107,7 @@ Result<RepackedWeights> repack_weights(ModelWeights& w, const gguf::File& file, 
     for (Tensor* t : run) {
       const auto* src = static_cast<const uint8_t*>(t->data);
       cpu::repack_rows(t->type, src, dst, t->ne[1] * t->ne[2], t->ne[0]);  // experts: every plane's rows
-      file.release_pages(size_t(src - file.file_data()), t->nbytes());
+      file.release_tensor_pages(src, t->nbytes());
       t->type = cpu::repacked_type(t->type);
       t->data = dst;
       dst += t->nbytes();

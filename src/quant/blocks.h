@@ -239,14 +239,23 @@ struct BlockIQ1_M {
   uint8_t scales[QK_K / 32];
 };
 
-/// TQ1_0: ternary, 1.6875 bits per weight: five trits a byte in qs, four in qh.
+/// TQ1_0: ternary, 1.6875 bits per weight, x = d * t with t in {-1, 0, 1}, d the block's
+/// largest magnitude. Each t is stored as the trit t + 1 in {0, 1, 2}; a byte holds up to
+/// five trits as a base-3 fraction: trits a0..a4 (a0 most significant) give
+/// v = sum a_k 3^(4-k) and the byte ceil(v * 256 / 243); trit k reads back as
+/// ((byte * 3^k mod 256) * 3) >> 8.
+/// Element order: trit k of qs[m], m < 32, is element 32 k + m (elements 0..159); trit k
+/// of qs[32 + m], m < 16, is element 160 + 16 k + m (160..239); trit k (k < 4) of qh[j]
+/// is element 240 + 4 k + j (240..255; qh's fifth trit is 0).
 struct BlockTQ1_0 {
   uint8_t qs[(QK_K - 4 * QK_K / 64) / 5];
   uint8_t qh[QK_K / 64];
   uint16_t d;  // fp16
 };
 
-/// TQ2_0: ternary, 2.0625 bits per weight: q in {0, 1, 2} two bits each, x = d * (q - 1).
+/// TQ2_0: ternary, 2.0625 bits per weight: q in {0, 1, 2} two bits each, x = d * (q - 1),
+/// d the block's largest magnitude. Element 128 h + 32 l + m (h < 2, l < 4, m < 32) sits at
+/// bits 2 l of qs[32 h + m]. (q = 3 is never written; it reads as x = 2 d.)
 struct BlockTQ2_0 {
   uint8_t qs[QK_K / 4];
   uint16_t d;  // fp16
@@ -293,6 +302,10 @@ inline std::vector<size_t> fp16_fields(DType t) {
       return {offsetof(BlockIQ4_NL, d)};
     case DType::IQ4_XS:
       return {offsetof(BlockIQ4_XS, d)};
+    case DType::TQ1_0:
+      return {offsetof(BlockTQ1_0, d)};
+    case DType::TQ2_0:
+      return {offsetof(BlockTQ2_0, d)};
     default:
       return {};
   }

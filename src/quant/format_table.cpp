@@ -48,6 +48,8 @@ constexpr Format kFormats[] = {
      quantize_iq4_nl_weighted, false},
     {DType::IQ4_XS, DType::Q8_K, quantize_iq4_xs, dequantize_iq4_xs, vec_dot_iq4_xs_q8_K,
      quantize_iq4_xs_weighted, false},
+    {DType::TQ1_0, DType::Q8_K, quantize_tq1_0, dequantize_tq1_0, vec_dot_tq1_0_q8_K},
+    {DType::TQ2_0, DType::Q8_K, quantize_tq2_0, dequantize_tq2_0, vec_dot_tq2_0_q8_K},
 };
 
 }  // namespace

@@ -142,4 +142,12 @@ void quantize_q4_K_weighted(const float* x, void* y, int64_t n, const float* imp
 void quantize_q5_K_weighted(const float* x, void* y, int64_t n, const float* importance);
 void quantize_q6_K_weighted(const float* x, void* y, int64_t n, const float* importance);
 
+// Ternary formats (ternary.cpp).
+void quantize_tq1_0(const float* x, void* y, int64_t n);
+void quantize_tq2_0(const float* x, void* y, int64_t n);
+void dequantize_tq1_0(const void* x, float* y, int64_t n);
+void dequantize_tq2_0(const void* x, float* y, int64_t n);
+float vec_dot_tq1_0_q8_K(int64_t n, const void* x, const void* y);
+float vec_dot_tq2_0_q8_K(int64_t n, const void* x, const void* y);
+
 }  // namespace tessera::quant

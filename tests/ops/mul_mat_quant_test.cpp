@@ -75,6 +75,8 @@ const QuantMulMatCase kCases[] = {
     {DType::IQ4_XS, 512, 7, 3},
     {DType::IQ4_NL, 4096, 5, 1},
     {DType::IQ4_XS, 11008, 3, 2},
+    {DType::TQ1_0, 256, 7, 3},
+    {DType::TQ2_0, 512, 5, 4},
     // Decode (one activation row) and long rows.
     {DType::Q4_0, 4096, 9, 1},
     {DType::Q4_K, 4096, 5, 1},
@@ -84,6 +86,8 @@ const QuantMulMatCase kCases[] = {
     {DType::IQ3_S, 4096, 5, 1},
     {DType::IQ3_XXS, 2048, 3, 1},
     {DType::IQ1_M, 2048, 4, 1},
+    {DType::TQ1_0, 4096, 5, 1},
+    {DType::TQ2_0, 11008, 3, 1},
     // More activation rows than a block, odd everywhere.
     {DType::Q5_K, 256, 19, 23},
     {DType::Q4_1, 64, 17, 33},
@@ -99,6 +103,8 @@ const QuantMulMatCase kCases[] = {
     {DType::Q4_0, 64, 5, 7, 1, 1, 1, 1, kT},
     {DType::Q2_K, 256, 4, 3, 2, 1, 4, 1, kP},
     {DType::Q6_K, 256, 6, 5, 2, 1, 4, 1, kS},
+    {DType::TQ1_0, 768, 3, 4, 2, 1, 4, 1, kT},
+    {DType::TQ2_0, 256, 5, 19, 1, 1, 1, 1, kS},
     // Weight planes out of order (rows dense).
     {DType::Q4_1, 64, 5, 3, 3, 1, 3, 1, kC, true},
     {DType::Q4_K, 256, 3, 2, 2, 1, 4, 1, kP, true},

@@ -38,7 +38,8 @@ constexpr DType kWeightTypes[] = {DType::Q4_0,    DType::Q4_1,    DType::Q5_0,  
                                   DType::Q8_0,    DType::Q2_K,    DType::Q3_K,   DType::Q4_K,
                                   DType::Q5_K,    DType::Q6_K,    DType::IQ2_XXS, DType::IQ2_XS,
                                   DType::IQ2_S,   DType::IQ3_XXS, DType::IQ3_S,  DType::IQ1_S,
-                                  DType::IQ1_M,   DType::IQ4_NL,  DType::IQ4_XS};
+                                  DType::IQ1_M,   DType::IQ4_NL,  DType::IQ4_XS,
+                                  DType::TQ1_0,   DType::TQ2_0};
 constexpr Isa kFastIsas[] = {Isa::Avx2, Isa::Avx512};
 
 int64_t block_size(DType t) { return dtype_traits(t).block_size; }

@@ -38,6 +38,7 @@ Command add_lora_merge(CLI::App& app);
 Command add_finetune(CLI::App& app);
 Command add_template(CLI::App& app);
 Command add_convert(CLI::App& app);
+Command add_gguf_split(CLI::App& app);
 
 /// The exit statuses of `tessera` (README, "Exit status"): 0 success, 1 an error while
 /// running (a file, the model, a request), 2 a usage error (flags, arguments), 130 stopped

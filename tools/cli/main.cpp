@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
                                          add_bench(app), add_tokenize(app), add_embed(app),
                                          add_parallel(app), add_chat(app), add_perplexity(app),
                                          add_serve(app), add_train(app), add_finetune(app),
-                                         add_lora_merge(app), add_template(app), add_convert(app)};
+                                         add_lora_merge(app), add_template(app), add_convert(app),
+                                         add_gguf_split(app)};
 
   // -v/--verbose is the program's, and may also follow the subcommand (tessera run -v ...):
   // options a subcommand does not know fall through to the program.

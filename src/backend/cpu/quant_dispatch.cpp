@@ -45,6 +45,10 @@ QuantMatmul quant_matmul(const QuantKernels& k, DType t) {
       return {DType::Q8_0, k.quantize_q8_0, k.dot_iq4_nl_q8_0};
     case DType::IQ4_XS:
       return {DType::Q8_K, k.quantize_q8_K, k.dot_iq4_xs_q8_K};
+    case DType::TQ1_0:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_tq1_0_q8_K};
+    case DType::TQ2_0:
+      return {DType::Q8_K, k.quantize_q8_K, k.dot_tq2_0_q8_K};
     default:
       return {};
   }

@@ -54,6 +54,8 @@ struct QuantKernels {
   QuantDotFn dot_iq1_m_q8_K;
   QuantDotFn dot_iq4_nl_q8_0;
   QuantDotFn dot_iq4_xs_q8_K;
+  QuantDotFn dot_tq1_0_q8_K;
+  QuantDotFn dot_tq2_0_q8_K;
 };
 
 /// How rows of one weight type are multiplied: activations are quantized to `partner`

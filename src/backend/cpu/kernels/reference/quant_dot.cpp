@@ -28,6 +28,8 @@ const QuantKernels kQuantKernels = {
     .dot_iq1_m_q8_K = quant::vec_dot_iq1_m_q8_K,
     .dot_iq4_nl_q8_0 = quant::vec_dot_iq4_nl_q8_0,
     .dot_iq4_xs_q8_K = quant::vec_dot_iq4_xs_q8_K,
+    .dot_tq1_0_q8_K = quant::vec_dot_tq1_0_q8_K,
+    .dot_tq2_0_q8_K = quant::vec_dot_tq2_0_q8_K,
 };
 
 }  // namespace tessera::cpu::reference

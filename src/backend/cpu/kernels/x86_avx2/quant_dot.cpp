@@ -14,6 +14,7 @@
 
 #include "backend/cpu/kernels/quant_dot_iq2.h"
 #include "backend/cpu/kernels/quant_dot_iq3_iq1.h"
+#include "backend/cpu/kernels/quant_dot_tq.h"
 #include "backend/cpu/kernels/x86_common.h"
 #include "backend/cpu/quant_kernels.h"
 #include "quant/blocks.h"
@@ -563,6 +564,8 @@ const QuantKernels kQuantKernels = {
     .dot_iq1_m_q8_K = dot_iq1_m_q8_K,
     .dot_iq4_nl_q8_0 = dot_iq4_nl_q8_0,
     .dot_iq4_xs_q8_K = dot_iq4_xs_q8_K,
+    .dot_tq1_0_q8_K = dot_tq1_0_q8_K,
+    .dot_tq2_0_q8_K = dot_tq2_0_q8_K,
 };
 
 }  // namespace tessera::cpu::avx2
