@@ -132,7 +132,7 @@ struct BlockQ8_K {
 };
 
 // ---- i-quants and ternary formats --------------------------------------------------------
-// The element layout of each is documented at its dequantization (iq*.cpp, ternary.cpp);
+// The element layout of each is at its struct; the code is in iq*.cpp and ternary.cpp, and
 // the grids and tables they index are in iq_tables.h.
 inline constexpr int QK4_NL = 32;
 

@@ -8,8 +8,8 @@
 
 namespace tessera::quant {
 
-/// The conversion of a row of `type` to float, or null where tessera cannot read the type
-/// yet (the IQ and TQ families, the repacked layouts).
+/// The conversion of a row of `type` to float, or null where tessera has none (the
+/// repacked layouts, which only the CPU kernels read).
 ToFloatFn to_float_fn(DType type);
 /// The conversion of floats to a row of `type`, or null where tessera cannot write it.
 FromFloatFn from_float_fn(DType type);

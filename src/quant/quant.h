@@ -1,10 +1,11 @@
 // Reference (scalar) quantization of every GGUF block format: quantize, dequantize and
 // the dot product against the format's activation partner. This code is the
 // specification: it produces the same blocks as the reference quantizer of the GGUF
-// ecosystem (no importance matrix), and fast kernels are tested against it.
+// ecosystem (with an importance matrix or without), and fast kernels are tested against it.
 //
 // All row functions take n = number of elements, a multiple of the format's block size
-// (32 for the legacy formats, QK_K = 256 for the k-quants).
+// (32 for the legacy formats and IQ4_NL, QK_K = 256 for the k-quants, the other i-quants
+// and the ternary formats).
 #pragma once
 
 #include <cstddef>

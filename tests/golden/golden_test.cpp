@@ -100,7 +100,8 @@ void check_golden(const GoldenCase& gc) {
     ASSERT_EQ(out.logits_last_prompt.size(), ref_logits.size());
     const double e = nmse(out.logits_last_prompt, ref_logits);
     EXPECT_LE(e, gc.max_nmse);
-    RecordProperty("nmse_t" + std::to_string(threads) + "_b" + std::to_string(batch), std::to_string(e));
+    ::testing::Test::RecordProperty("nmse_t" + std::to_string(threads) + "_b" + std::to_string(batch),
+                                    std::to_string(e));
     for (size_t i = 0; gc.check_greedy && i < n_check; ++i) {
       ASSERT_EQ(out.greedy[i], ref_greedy[i]) << "greedy step " << i << " of " << n_check;
     }

@@ -246,8 +246,6 @@ std::vector<BadCase> bad_cases() {
        {"token_embd.weight", "expected [64, 64]"}},
       {"norm_3d", tensor("output_norm.weight", DType::F32, {kEmbd, 1, 2, 1}, 3),
        {"output_norm.weight", "shape [32, 1, 2]"}},
-      {"non_float_type", tensor("blk.0.attn_q.weight", DType::IQ4_NL, {kEmbd, kEmbd, 1, 1}, 2),
-       {"blk.0.attn_q.weight", "iq4_nl", "cannot compute"}},
       {"quantized_norm", tensor("blk.0.attn_norm.weight", DType::Q8_0, {kEmbd, 1, 1, 1}, 1),
        {"blk.0.attn_norm.weight", "q8_0", "must be f32"}},
       {"f16_norm", tensor("output_norm.weight", DType::F16, {kEmbd, 1, 1, 1}, 1),
