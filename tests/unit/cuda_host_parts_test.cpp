@@ -94,7 +94,7 @@ TEST(CudaMulMatPlan, PathByWeightTypeAndColumns) {
   EXPECT_EQ(cuda::mat_path(DType::Q4_K, 1), MatPath::QuantVec);
   EXPECT_EQ(cuda::mat_path(DType::Q8_0, cuda::kMaxVecCols), MatPath::QuantVec);
   EXPECT_EQ(cuda::mat_path(DType::Q6_K, 512), MatPath::DequantCublas);
-  EXPECT_EQ(cuda::mat_path(DType::IQ2_XXS, 1), MatPath::Refuse);   // no dequantizer in src/quant
+  EXPECT_EQ(cuda::mat_path(DType::IQ2_XXS, 1), MatPath::Refuse);   // no CUDA kernel for the i-quants
   EXPECT_EQ(cuda::mat_path(DType::Q4_0_X16, 1), MatPath::Refuse);  // the CPU's repacked layout
   EXPECT_EQ(cuda::mat_path(DType::I32, 1), MatPath::Refuse);
 }

@@ -47,24 +47,6 @@ TEST(QuantIq2, FormatTable) {
   }
 }
 
-// A format that can be read but not written (no quantizer) is refused by quantize_rows
-// with a message, not called through a null pointer.
-TEST(QuantIq2DeathTest, QuantizeRowsRefusesAReadOnlyFormat) {
-  bool any = false;
-  for (DType t : kIq2Types) {
-    const Format* f = format(t);
-    if (f->quantize != nullptr || f->quantize_weighted != nullptr) continue;
-    any = true;
-    std::vector<float> x(QK_K, 1.0f);
-    std::vector<float> importance(QK_K, 1.0f);
-    std::vector<uint8_t> out(dtype_row_size(t, QK_K));
-    EXPECT_DEATH(quantize_rows(t, x.data(), out.data(), 1, QK_K, importance.data()),
-                 "no quantizer for this type")
-        << name(t);
-  }
-  if (!any) GTEST_SKIP() << "every IQ2 format has a quantizer";
-}
-
 constexpr uint16_t kTwo = 0x4000;  // fp16 2.0
 
 // Sub-block 0: groups on grid points 1, 0, 2, 200 with sign indices 1 (pattern 0x81: the
