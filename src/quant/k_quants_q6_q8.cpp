@@ -36,13 +36,15 @@ void unpack_q6(const BlockQ6_K& b, int* q) {
   }
 }
 
-void quantize_block_q6_K(const float* x, BlockQ6_K& b) {
+// qw: importance weights of the 256 elements, or null (quantize_q6_K_weighted, weighted_k.cpp
+// holds the other formats' weighted searches; Q6_K's differs only in the weights).
+void quantize_block_q6_K(const float* x, const float* qw, BlockQ6_K& b) {
   int8_t L[QK_K];
   float scales[16];
   float max_scale = 0;
   float max_abs_scale = 0;
   for (int j = 0; j < 16; ++j) {
-    scales[j] = detail::search_scale_sym(16, 32, x + 16 * j, L + 16 * j);
+    scales[j] = detail::search_scale_sym(16, 32, x + 16 * j, L + 16 * j, qw == nullptr ? nullptr : qw + 16 * j);
     if (std::fabs(scales[j]) > max_abs_scale) {
       max_abs_scale = std::fabs(scales[j]);
       max_scale = scales[j];
@@ -96,7 +98,13 @@ void quantize_block_q8_K(const float* x, BlockQ8_K& b) {
 void quantize_q6_K(const float* x, void* y, int64_t n) {
   auto* out = static_cast<BlockQ6_K*>(y);
   const int64_t nb = block_count(n, QK_K);
-  for (int64_t i = 0; i < nb; ++i) quantize_block_q6_K(x + i * QK_K, out[i]);
+  for (int64_t i = 0; i < nb; ++i) quantize_block_q6_K(x + i * QK_K, nullptr, out[i]);
+}
+
+void quantize_q6_K_weighted(const float* x, void* y, int64_t n, const float* importance) {
+  auto* out = static_cast<BlockQ6_K*>(y);
+  const int64_t nb = block_count(n, QK_K);
+  for (int64_t i = 0; i < nb; ++i) quantize_block_q6_K(x + i * QK_K, importance + i * QK_K, out[i]);
 }
 
 void dequantize_q6_K(const void* x, float* y, int64_t n) {

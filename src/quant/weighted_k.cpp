@@ -136,36 +136,6 @@ void quantize_block_k4(const float* x, const float* qw, int nmax, Block& b, uint
   }
 }
 
-void quantize_block_q6_K(const float* x, const float* qw, BlockQ6_K& b) {
-  int8_t L[QK_K];
-  float scales[16];
-  float max_scale = 0;
-  float max_abs_scale = 0;
-  for (int j = 0; j < 16; ++j) {
-    scales[j] = detail::search_scale_sym(16, 32, x + 16 * j, L + 16 * j, qw + 16 * j);
-    if (std::fabs(scales[j]) > max_abs_scale) {
-      max_abs_scale = std::fabs(scales[j]);
-      max_scale = scales[j];
-    }
-  }
-  if (max_abs_scale < detail::kGroupMaxEps) {
-    std::memset(&b, 0, sizeof(b));
-    return;
-  }
-  const float iscale = -128.0f / max_scale;
-  b.d = f32_to_f16(1 / iscale);
-  for (int j = 0; j < 16; ++j) b.scales[j] = int8_t(std::min(127, nearest_int(iscale * scales[j])));
-  const float d_all = f16_to_f32(b.d);
-  for (int j = 0; j < 16; ++j) {
-    const float d = d_all * float(b.scales[j]);
-    if (d == 0.0f) continue;  // keep the quants of the search
-    for (int l = 0; l < 16; ++l) {
-      L[16 * j + l] = int8_t(std::clamp(nearest_int(x[16 * j + l] / d), -32, 31) + 32);
-    }
-  }
-  detail::pack_q6(L, b);
-}
-
 }  // namespace
 
 void quantize_q2_K_weighted(const float* x, void* y, int64_t n, const float* importance) {
@@ -198,13 +168,6 @@ void quantize_q5_K_weighted(const float* x, void* y, int64_t n, const float* imp
     quantize_block_k4(x + QK_K * i, importance + QK_K * i, 31, out[i], L);
     detail::pack_nibbles(L, out[i].qs);
     detail::pack_q5_high(L, out[i].qh);
-  }
-}
-
-void quantize_q6_K_weighted(const float* x, void* y, int64_t n, const float* importance) {
-  auto* out = static_cast<BlockQ6_K*>(y);
-  for (int64_t i = 0; i < block_count(n, QK_K); ++i) {
-    quantize_block_q6_K(x + QK_K * i, importance + QK_K * i, out[i]);
   }
 }
 
