@@ -30,7 +30,10 @@ namespace tessera::cpu {
 namespace {
 
 constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                            DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                            DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                            DType::IQ4_NL, DType::IQ4_XS, DType::IQ3_XXS, DType::IQ3_S,
+                            DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ1_S,
+                            DType::IQ1_M, DType::TQ1_0, DType::TQ2_0};
 constexpr Isa kIsas[] = {Isa::Reference, Isa::Avx2, Isa::Avx512};
 constexpr int64_t kRow = 4096;
 
