@@ -25,13 +25,7 @@
 // compiles this file again with -mavxvnni, where __AVXVNNI__ turns the vpmaddubsw /
 // vpmaddwd sums below into vpdpbusd (same integer sums, so the same bits), and
 // gemm_dispatch.cpp hands that table out for the AVX2 level on CPUs that have it.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__  // a GCC-only warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/kernels/x86_intrin.h"
 
 #include <algorithm>
 #include <cstring>

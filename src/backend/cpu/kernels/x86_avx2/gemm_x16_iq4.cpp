@@ -18,13 +18,7 @@
 // per sub-block, and the IQ4_XS super-block sums stay below 8 * 32 * 32 * 241 * 127 < 2^31),
 // so every level gives the same bits.
 // Compiled with per-file target flags, reached only through gemm_dispatch.cpp.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__  // a GCC-only warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/kernels/x86_intrin.h"
 
 #include <cstring>
 #include <type_traits>

@@ -5,14 +5,7 @@
 // 32258 per int16 lane, so the integer sums are exact (partner quants in [-127, 127]).
 // Compiled with the level's target flags, reached through its kQuantKernels table
 // (quant_dot.cpp); the helpers have internal linkage.
-// GCC's own intrinsic headers warn of their undefined-upper-half idiom (as in gemm_x16.cpp).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__  // a GCC-only warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/kernels/x86_intrin.h"
 
 #include <cstdint>
 

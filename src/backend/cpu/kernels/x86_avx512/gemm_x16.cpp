@@ -5,13 +5,7 @@
 // against broadcast activation words, started from the block's bias, then converted and
 // scaled into the column's float accumulator with one fmadd.
 // Compiled with per-file target flags, reached only through gemm_dispatch.cpp.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__  // a GCC-only warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/kernels/x86_intrin.h"
 
 #include <cstring>
 #include <type_traits>

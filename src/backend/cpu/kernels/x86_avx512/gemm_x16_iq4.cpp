@@ -11,13 +11,7 @@
 //    int16 pairs with the activation sub-block sums). Integer bounds: gemm_x16_iq4.cpp of
 //    the AVX2 level.
 // Compiled with per-file target flags, reached only through gemm_dispatch.cpp.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__  // a GCC-only warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/kernels/x86_intrin.h"
 
 #include <cstring>
 

@@ -7,15 +7,7 @@
 // offset that is taken back out exactly: sum((q + c) y) - c sum(y).
 // Compiled with per-file target flags, reached only through quant_dispatch.cpp after a
 // cpuid check; all helpers have internal linkage (no AVX-512 code in shared symbols).
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_*() (GCC
-// bug 105593); silence it for the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__  // a GCC-only warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/kernels/x86_intrin.h"
 
 #include <cstdint>
 #include <cstring>

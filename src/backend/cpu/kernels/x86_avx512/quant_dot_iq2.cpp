@@ -8,15 +8,7 @@
 //    (an int16 in both halves of its lane) and accumulates, in one instruction.
 // Exact as at the AVX2 level: a pair sum is at most 2 * 43 * 127 = 10922 and a block's
 // int32 lane at most 4 steps * 2 pairs * 10922 * 31 < 2^24.
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_*() (GCC
-// bug 105593); silence it for the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__  // a GCC-only warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/kernels/x86_intrin.h"
 
 #include <cstdint>
 #include <cstring>

@@ -11,15 +11,8 @@
 // Every integer sum is the reference's (src/quant/iq3.cpp, iq1.cpp), and each block's
 // float step is the reference's too, in its order: the results are the reference's bits. The
 // largest 4-product sums, with partner quants in [-127, 127]: IQ3_XXS 4 * 62 * 127 = 31496 (fits
-// int16), IQ3_S 4 * 15 * 127, IQ1 4 * 2 * 127. GCC 12's AVX-512 headers trip -Wuninitialized on
-// their own _mm512_undefined_*() (GCC bug 105593); silence it for the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__  // a GCC-only warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+// int16), IQ3_S 4 * 15 * 127, IQ1 4 * 2 * 127.
+#include "backend/cpu/kernels/x86_intrin.h"
 
 #include <cstdint>
 #include <cstring>

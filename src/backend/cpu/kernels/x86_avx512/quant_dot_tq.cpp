@@ -3,15 +3,7 @@
 // how the trits are read): sum_e (t_e + 1) y_e less the bsums, one float scale per block
 // added in the reference's order, so results are bit-identical to it. 32 elements per
 // register for TQ1_0 (16-bit lanes, vpdpwssd), 64 for TQ2_0 (vpdpbusd).
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_*() (GCC
-// bug 105593); silence it for the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__  // a GCC-only warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/kernels/x86_intrin.h"
 
 #include <cstdint>
 #include <cstring>

@@ -2,16 +2,7 @@
 // flags: reached only through dispatch.cpp after a cpuid check. Everything here has
 // internal linkage and uses no inline library functions, so no AVX-512 code can leak
 // into a shared (COMDAT) symbol that the rest of the program would call.
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_*()
-// (GCC bug 105593, fixed in 12.3); the warnings point into the header, so silence them
-// for the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__  // a GCC-only warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/kernels/x86_intrin.h"
 
 #include <cstdint>
 
