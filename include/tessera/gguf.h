@@ -158,13 +158,15 @@ class File {
  public:
   /// Maps `path` read-only and validates it; errors name the path.
   static Result<std::unique_ptr<File>> open(const std::string& path);
+  /// Reads `path` into memory (no mapping: the tools' --no-mmap) and validates it.
+  static Result<std::unique_ptr<File>> read(const std::string& path);
   /// Opens a model: `path` is a single GGUF file, or the first part of a split model
   /// (NAME-00001-of-0000N.gguf, see gguf_split.h), whose other parts are then opened and
   /// mapped too: metadata() is the first part's, tensors() those of every part in part
   /// order. Refused, naming the file: a later part given as `path`, a missing part, a part
   /// whose split.no / split.count disagree, a tensor in two parts, a tensor count other
-  /// than split.tensors.count.
-  static Result<std::unique_ptr<File>> open_model(const std::string& path);
+  /// than split.tensors.count. `mapped` false: every part is read into memory instead.
+  static Result<std::unique_ptr<File>> open_model(const std::string& path, bool mapped = true);
   /// Validates an in-memory image; `name` stands for the path in messages.
   static Result<std::unique_ptr<File>> from_bytes(std::vector<uint8_t> bytes,
                                                   std::string name = "<memory>");

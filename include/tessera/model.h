@@ -80,6 +80,9 @@ struct ModelParams {
   int n_gpu_layers = 0;
   /// The CUDA device -ngl offloads to (--device N).
   int device = 0;
+  /// false: the file (every part of a split model) is read into memory instead of mapped
+  /// (the tools' --no-mmap). The ranks of an MPI job map theirs either way.
+  bool mmap = true;
 };
 
 /// Parses "FILE[:SCALE]" (the --lora flag of the tools); the scale defaults to 1. A colon

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "gguf/cursor.h"
 #include "gguf/mmap.h"
@@ -443,6 +445,14 @@ Result<std::unique_ptr<File>> File::open(const std::string& path) {
   f->mapped_ = true;
   TESSERA_RETURN_IF_ERROR(FileParser(*f).parse());
   return f;
+}
+
+Result<std::unique_ptr<File>> File::read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error("gguf: " + path + ": cannot open the file for reading");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.eof() && !in) return Status::error("gguf: " + path + ": cannot read the file");
+  return from_bytes(std::move(bytes), path);
 }
 
 Result<std::unique_ptr<File>> File::from_bytes(std::vector<uint8_t> bytes, std::string name) {

@@ -48,8 +48,9 @@ std::optional<std::string> split_prefix(std::string_view path, int index, int co
   return std::string(path.substr(0, path.size() - suffix.size()));
 }
 
-Result<std::unique_ptr<File>> File::open_model(const std::string& path) {
-  Result<std::unique_ptr<File>> opened = open(path);
+Result<std::unique_ptr<File>> File::open_model(const std::string& path, bool mapped) {
+  auto open_part = [mapped](const std::string& p) { return mapped ? open(p) : read(p); };
+  Result<std::unique_ptr<File>> opened = open_part(path);
   if (!opened) return opened.status();
   std::unique_ptr<File> first = std::move(*opened);
   Result<std::optional<int64_t>> count = split_int(*first, kSplitCountKey, 0, 65535);
@@ -85,7 +86,7 @@ Result<std::unique_ptr<File>> File::open_model(const std::string& path) {
 
   for (int i = 1; i < n; ++i) {
     const std::string part_path = split_part_path(*prefix, i, n);
-    Result<std::unique_ptr<File>> part = open(part_path);
+    Result<std::unique_ptr<File>> part = open_part(part_path);
     if (!part) {
       return Status::error("gguf: part " + std::to_string(i + 1) + " of " + std::to_string(n) + " of " + path +
                            ": " + part.status().message());

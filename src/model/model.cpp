@@ -67,7 +67,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) { return loa
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelParams& params) {
   return load_on_ranks(path, params, [&]() -> Result<std::unique_ptr<Model>> {
-    Result<std::unique_ptr<gguf::File>> file = gguf::File::open_model(path);
+    Result<std::unique_ptr<gguf::File>> file = gguf::File::open_model(path, params.mmap);
     if (!file) return file.status();
     return from_file(std::move(*file), path, params);
   });
@@ -92,10 +92,10 @@ Result<std::unique_ptr<Model>> Model::load_from_memory(std::vector<uint8_t> byte
                                                        const ModelParams& params) {
   Result<std::unique_ptr<gguf::File>> file = gguf::File::from_bytes(std::move(bytes), name);
   if (!file) return file.status();
-  // The other parts of a split model are found next to the first and mapped (open_model).
+  // The other parts of a split model are found by the first one's path (Model::load).
   if (const gguf::Value* n = (*file)->find(gguf::kSplitCountKey); n && n->as_int().value_or(0) > 1) {
     return Status::error(name + " is part of a split model (" + std::string(gguf::kSplitCountKey) + " " +
-                         std::to_string(*n->as_int()) + "): split models load mapped only (drop --no-mmap)");
+                         std::to_string(*n->as_int()) + "): load it from its first part's path");
   }
   return from_file(std::move(*file), name, params);
 }

@@ -178,6 +178,31 @@ TEST_F(GgufSplitTest, RunCommandLoadsTheFirstPart) {
   EXPECT_EQ(out.status, 0) << out.err;
   const test::CliOutput ref = test::run_tessera("run -m '" + source_ + "' -p 'Hello' -n 4 --temp 0 -t 2 --ids");
   EXPECT_EQ(out.out, ref.out);
+  // --no-mmap reads every part into memory instead.
+  const test::CliOutput read =
+      test::run_tessera("run -m '" + part(0) + "' -p 'Hello' -n 4 --temp 0 -t 2 --ids --no-mmap");
+  EXPECT_EQ(read.status, 0) << read.err;
+  EXPECT_EQ(read.out, ref.out);
+}
+
+TEST_F(GgufSplitTest, PartsReadIntoMemoryGiveTheMappedModel) {
+  ModelParams params;
+  params.mmap = false;
+  Result<std::unique_ptr<Model>> read = Model::load(part(0), params);
+  ASSERT_TRUE(read.is_ok()) << read.status().message();
+  EXPECT_EQ((*read)->file().part_count(), 3u);
+  Result<std::unique_ptr<Model>> mapped = Model::load(part(0));
+  ASSERT_TRUE(mapped.is_ok()) << mapped.status().message();
+  const std::vector<TokenId> prompt = {1, 450, 302, 17};
+  EXPECT_EQ(run(**read, prompt, 2).last_prompt, run(**mapped, prompt, 2).last_prompt);
+  // A missing part is refused by name this way too.
+  const std::string prefix = copy_parts("missing-read");
+  fs::remove(gguf::split_part_path(prefix, 2, 3));
+  Result<std::unique_ptr<Model>> m = Model::load(gguf::split_part_path(prefix, 0, 3), params);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find(gguf::split_part_path(prefix, 2, 3)), std::string::npos)
+      << m.status().message();
+  remove_parts(prefix);
 }
 
 TEST_F(GgufSplitTest, MergeGivesTheSingleFileBack) {

@@ -1,9 +1,6 @@
 // The model of every tool that runs one: the -m file, or without -m the default model
 // built into tessera (Model::load_default, models/README.md).
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <vector>
 
 #include "commands.h"
 
@@ -12,11 +9,9 @@ namespace tessera::cli {
 Result<std::unique_ptr<Model>> load_model_or_default(const std::string& path, const ModelParams& params,
                                                      bool mmap) {
   if (path.empty()) return Model::load_default(params);
-  if (mmap) return Model::load(path, params);
-  std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.eof() && !in) return Status::error(path + ": cannot read the file (--no-mmap)");
-  return Model::load_from_memory(std::move(bytes), path, params);
+  ModelParams p = params;
+  p.mmap = mmap;
+  return Model::load(path, p);
 }
 
 std::string model_option_help() {
