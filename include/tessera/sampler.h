@@ -109,6 +109,8 @@ class SamplerStep {
   /// True for a final step that takes the largest logit (greedy): the distribution it
   /// picks from has all its mass on that token.
   virtual bool greedy() const { return false; }
+  /// True for a final step that draws from the softmax of the candidates it is given.
+  virtual bool draws() const { return false; }
 };
 
 /// The distribution a chain picked its token from (llama-server's "post-sampling
@@ -166,6 +168,13 @@ class SamplerChain {
   /// mass on the chosen token, as llama.cpp's temperature 0 leaves only the largest
   /// logit. Costs a softmax over the candidates left (which a draw has done already).
   Result<TokenId> sample(std::span<const float> logits, size_t n_top, PickedFrom& from);
+  /// The distribution sample() would pick from, without picking (speculative decoding):
+  /// every step but the last runs on candidates made from `logits`; `c` holds what they
+  /// left with p set, the softmax for a final draw, all the mass on the largest logit
+  /// (the first among equals) for a final greedy pick. Stateful steps see the same history
+  /// as sample() would. Errors: the last step is neither a draw nor greedy; every token
+  /// forbidden.
+  Status distribution(std::span<const float> logits, Candidates& c);
   /// Runs every step on `c` (for callers that build their own candidates).
   void apply(Candidates& c);
   /// Feeds the chosen token to every step (history, grammar state, mirostat).

@@ -41,6 +41,7 @@
 #include "tessera/embedding.h"
 #include "tessera/grammar.h"
 #include "tessera/sampler.h"
+#include "tessera/speculative.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -142,6 +143,8 @@ struct Usage {
   Clock::time_point admitted;     // took its slots
   Clock::time_point first_token;  // first token delivered (== finished when none)
   Clock::time_point finished;
+  int64_t draft_tokens = 0;    // speculative decoding: tokens drafted for its choices
+  int64_t draft_accepted = 0;  // and accepted
 };
 
 /// The receiving end of one request. Thread-safe.
@@ -202,6 +205,13 @@ struct EngineParams {
   int n_threads = 2;
   bool embeddings = false;     // accept embedding requests (always, for an encoder model,
                                // which accepts nothing else)
+  // Speculative decoding in every slot (tessera/speculative.h): drafts from a draft model
+  // (it must outlive the engine and have the model's vocabulary; it drafts greedily, in a
+  // context of its own with a sequence per slot), or with `lookup` from n-grams of the
+  // slot's own tokens. Neither: off. A request with post_sampling_probs is decoded plainly.
+  const Model* draft_model = nullptr;
+  bool lookup = false;
+  SpeculativeParams speculative;
 };
 
 /// Why submit() refused a request.
@@ -244,6 +254,12 @@ struct EngineStats {
   int64_t cached_tokens = 0;  // tokens held by cached prefixes (shared cells counted per prefix)
   int64_t steps = 0;          // batches decoded so far
   int64_t evictions = 0;      // cached prefixes evicted so far
+  // Speculative decoding so far: the verifications of a sequence (each one target pass
+  // for it), the tokens they produced, the tokens drafted and those accepted.
+  int64_t spec_steps = 0;
+  int64_t spec_tokens = 0;
+  int64_t draft_tokens = 0;
+  int64_t draft_accepted = 0;
   std::vector<SlotInfo> slots;
 };
 

@@ -78,6 +78,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineP
   Result<std::unique_ptr<Context>> ctx = Context::create(model, cp);
   if (!ctx) return ctx.status().with_context("serving");
   auto impl = std::make_unique<EngineImpl>(model, p, std::move(*ctx));
+  TESSERA_RETURN_IF_ERROR(impl->start_speculation());
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -159,6 +160,9 @@ Result<std::unique_ptr<Running>> EngineImpl::prepare(GenerationRequest r, uint64
       if (!chain) return chain.status();
       c.sampler = std::move(*chain);
       c.sampler.accept_prompt(r.prompt);
+      // Not the draw's own stream (seeded with sp.seed): speculative decoding's draws
+      // must be independent of the draw that chose the first token.
+      c.rng.seed(sp.seed ^ kSpeculativeSeedMix);
     }
     c.decoder = std::make_unique<StreamDecoder>(tok_, r.render_special);
     c.stops = StopStrings(r.stop);

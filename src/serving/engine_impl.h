@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <span>
 #include <thread>
 #include <vector>
@@ -32,6 +33,8 @@ struct Choice {
   TokenId pending = -1;     // sampled, decoded in the next step
   int64_t batch_index = -1; // the batch token whose logits it samples from next; -1: none
   bool done = false;
+  Draft draft;              // speculative decoding: the tokens decoded after `pending`
+  std::mt19937_64 rng;      // the accept/reject draws of speculative decoding
 };
 
 /// A request that submit() accepted: waiting in the queue, then running in its slots.
@@ -66,6 +69,9 @@ class EngineImpl {
  public:
   EngineImpl(const Model& model, const EngineParams& params, std::unique_ptr<Context> ctx);
 
+  /// With EngineParams::draft_model or lookup: the drafters of the slots (speculate.cpp).
+  /// Errors: a draft vocabulary that does not match, a draft context that cannot be made.
+  Status start_speculation();
   SubmittedGroup submit_group(std::vector<GenerationRequest> requests);
   bool step();
   void start();
@@ -103,6 +109,18 @@ class EngineImpl {
   bool make_room(int64_t n_cells);
   void after_decode(const Batch& batch);
   void sample_choice(Running& r, Choice& c);
+  /// Delivers token `t` of choice `c`, chosen from `logits` (`from`: the chain's
+  /// distribution, for post-sampling probabilities); false when the choice ended.
+  bool deliver(Running& r, Choice& c, TokenId t, std::span<const float> logits, const PickedFrom* from);
+
+  // speculate.cpp
+  /// Whether the choices of `r` draft (a drafter per slot, and nothing that needs one
+  /// token per pass).
+  bool speculates(const Running& r) const;
+  /// Adds choice `c`'s pending token and its draft to `batch`.
+  void add_with_draft(Batch& batch, Running& r, Choice& c);
+  /// Verifies the draft of `c` after the decode and delivers what it produced.
+  void verify_choice(Running& r, Choice& c);
   void finish_choice(Running& r, Choice& c, FinishReason why, const std::string& message = {});
   void collect_embeddings(Running& r, const Batch& batch);
   void finish_request(Running& r);
@@ -126,6 +144,9 @@ class EngineImpl {
   void fail_slot_jobs();
 
   std::unique_ptr<Context> ctx_;
+  std::unique_ptr<Context> draft_ctx_;               // with EngineParams::draft_model
+  std::vector<std::unique_ptr<Drafter>> drafters_;   // one per slot; empty: no speculation
+  int64_t spec_steps_ = 0, spec_tokens_ = 0, draft_tokens_ = 0, draft_accepted_ = 0;
   const Tokenizer& tok_;
   std::vector<TokenId> eog_tokens_;
 

@@ -171,6 +171,10 @@ void EngineImpl::build_batch(Batch& batch) {
     r->last_decoded = decode_round_;
     for (Choice& c : r->choices) {
       if (c.done) continue;
+      if (speculates(*r)) {
+        add_with_draft(batch, *r, c);
+        continue;
+      }
       c.batch_index = batch.size();
       batch.add(c.pending, c.next_pos++, c.seq, true);
     }
@@ -239,6 +243,8 @@ void EngineImpl::after_decode(const Batch& batch) {
       if (r.max_generated == 0) {
         c.batch_index = -1;
         finish_choice(r, c, FinishReason::Length);
+      } else if (speculates(r) && r.prompt_done() && c.n_generated > 0) {
+        verify_choice(r, c);
       } else {
         sample_choice(r, c);
       }
@@ -265,20 +271,24 @@ void EngineImpl::sample_choice(Running& r, Choice& c) {
   if (!t) return finish_choice(r, c, FinishReason::Error, t.status().message());
   if (Status s = c.sampler.accept(*t); !s) return finish_choice(r, c, FinishReason::Error, s.message());
   if (tok_.is_eog(*t)) return finish_choice(r, c, FinishReason::Stop);
+  deliver(r, c, *t, logits, post_sampling ? &from : nullptr);
+}
+
+bool EngineImpl::deliver(Running& r, Choice& c, TokenId t, std::span<const float> logits, const PickedFrom* from) {
   ++c.n_generated;
   ++r.usage.completion_tokens;
   Event e;
   e.kind = Event::Kind::Token;
   e.choice = c.index;
-  e.token = *t;
-  e.piece = tok_.token_to_piece(*t);
-  if (post_sampling) {
-    e.prob = from.p_chosen;
-    for (const Candidate& alt : from.top) e.top_probs.push_back({alt.id, alt.p});
+  e.token = t;
+  e.piece = tok_.token_to_piece(t);
+  if (from) {
+    e.prob = from->p_chosen;
+    for (const Candidate& alt : from->top) e.top_probs.push_back({alt.id, alt.p});
   } else if (r.req.logprobs || r.req.n_probs > 0) {
-    fill_logprobs(logits, *t, r.req.n_probs, e);
+    fill_logprobs(logits, t, r.req.n_probs, e);
   }
-  const StopStrings::Released out = c.stops.push(c.decoder->push(*t));
+  const StopStrings::Released out = c.stops.push(c.decoder->push(t));
   e.text = out.text;
   if (!r.delivered_first) {
     r.delivered_first = true;
@@ -286,10 +296,17 @@ void EngineImpl::sample_choice(Running& r, Choice& c) {
   }
   r.stream->set_usage(r.usage);  // the usage so far, for timings while the request runs
   r.stream->push(std::move(e));
-  if (out.stopped || c.sampler.done()) return finish_choice(r, c, FinishReason::Stop);
-  if (c.n_generated >= r.max_generated) return finish_choice(r, c, FinishReason::Length);
-  c.pending = *t;
+  if (out.stopped || c.sampler.done()) {
+    finish_choice(r, c, FinishReason::Stop);
+    return false;
+  }
+  if (c.n_generated >= r.max_generated) {
+    finish_choice(r, c, FinishReason::Length);
+    return false;
+  }
+  c.pending = t;
   c.next_pos = Pos(int64_t(r.req.prompt.size()) + c.n_generated - 1);
+  return true;
 }
 
 void EngineImpl::finish_choice(Running& r, Choice& c, FinishReason why, const std::string& message) {
@@ -400,6 +417,10 @@ void EngineImpl::publish_stats() {
   s.cached_tokens = cache_.n_tokens();
   s.steps = steps_;
   s.evictions = evictions_;
+  s.spec_steps = spec_steps_;
+  s.spec_tokens = spec_tokens_;
+  s.draft_tokens = draft_tokens_;
+  s.draft_accepted = draft_accepted_;
   for (int i = 0; i < params_.n_parallel; ++i) s.slots.push_back({i, false, 0, 0, 0});
   for (const auto& r : running_) {
     for (const Choice& c : r->choices) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cctype>
+#include <deque>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -52,6 +53,7 @@ struct RunOptions {
   int64_t keep = 1;             // context shift: positions kept at the start (-1: the prompt)
   bool context_shift = true;    // when the context fills: shift (else stop)
   bool ignore_eos = false;      // end-of-generation tokens get a -inf logit bias
+  SpeculativeOptions speculative;  // -md / --lookup and the draft sizes
 };
 
 using Clock = std::chrono::steady_clock;
@@ -148,6 +150,43 @@ int64_t context_size(const RunOptions& o, const Model& model, size_t n_prompt) {
   return std::max(std::min<int64_t>(model.info().n_ctx_train, 4096), needed);
 }
 
+/// Speculative decoding in `run`: the draft model's context (if any), the drafter, and
+/// what the summary reports.
+struct Speculation {
+  std::unique_ptr<Model> draft_model;
+  std::unique_ptr<Context> draft_ctx;
+  std::unique_ptr<Drafter> drafter;
+  std::mt19937_64 rng;
+  SpeculativeStats stats;
+};
+
+/// The drafter -md or --lookup asks for, with a draft context as large as the target's.
+Result<std::unique_ptr<Speculation>> make_speculation(const RunOptions& o, const Model& target, const Context& c,
+                                                      const SamplerParams& sampling) {
+  auto sp = std::make_unique<Speculation>();
+  sp->rng.seed(sampling.seed ^ kSpeculativeSeedMix);
+  if (o.speculative.lookup) {
+    sp->drafter = make_lookup_drafter();
+    return sp;
+  }
+  Result<std::unique_ptr<Model>> draft = load_draft_model(o.speculative, target, o.mmap);
+  if (!draft) return draft.status();
+  sp->draft_model = std::move(*draft);
+  ContextParams dp;
+  dp.n_threads = o.threads;
+  dp.n_ctx = c.n_ctx();
+  dp.n_batch = o.batch;
+  Result<std::unique_ptr<Context>> dctx = Context::create(*sp->draft_model, dp);
+  if (!dctx) return Status::error(o.speculative.model_draft + ": " + dctx.status().message());
+  sp->draft_ctx = std::move(*dctx);
+  Result<std::unique_ptr<Drafter>> drafter =
+      make_model_drafter(*sp->draft_ctx, 0, c.n_ctx(), o.speculative.params,
+                         sampling.temperature > 0 ? &sampling : nullptr, sampling.seed + 1);
+  if (!drafter) return drafter.status();
+  sp->drafter = std::move(*drafter);
+  return sp;
+}
+
 int run_generate(const RunOptions& o) {
   // The flags and the grammar first: their errors should not wait for the model.
   Result<SamplerParams> params = sampler_params(o);
@@ -188,6 +227,12 @@ int run_generate(const RunOptions& o) {
                            *grammar ? make_grammar_step(*grammar, *tok) : nullptr);
   if (!sampler) return fail(sampler.status().message());
   sampler->accept_prompt(prompt);
+  std::unique_ptr<Speculation> spec;
+  if (o.speculative.enabled()) {
+    Result<std::unique_ptr<Speculation>> made = make_speculation(o, **model, c, *params);
+    if (!made) return fail(made.status().message());
+    spec = std::move(*made);
+  }
   report_seed(o.seed, params->seed, params->temperature > 0);
 
   if (!o.print_ids && o.display_prompt) std::printf("%s", text.c_str());
@@ -203,11 +248,23 @@ int run_generate(const RunOptions& o) {
   // -n -1: until end of text (the context shifts as usual); -n -2: until the context is full.
   const auto more = [&] { return (o.n_predict < 0 || generated < o.n_predict) && !sampler->done(); };
   std::string output;  // what was printed, for -r
-  while (more()) {
-    Result<TokenId> next = sampler->sample(c.logits());
-    if (!next) return fail(next.status().message());
-    if (tok->is_eog(*next)) break;
-    if (Status s = sampler->accept(*next); !s) return fail(s.message());
+  // Speculative steps produce several tokens at once, already accepted by the sampler:
+  // they wait here; all but the last are in the cache already.
+  std::deque<TokenId> ready;
+  bool ends_after_ready = false;  // a step ended on an end-of-generation token
+  const auto is_eog = [tok](TokenId t) { return tok->is_eog(t); };
+  int64_t step_tokens = 0;        // tokens the speculative steps produced
+  while (!ready.empty() || more()) {  // a step's tokens are printed even when the grammar completed
+    Result<TokenId> next = TokenId(-1);
+    if (!ready.empty()) {
+      next = ready.front();
+      ready.pop_front();
+    } else {
+      next = sampler->sample(c.logits());
+      if (!next) return fail(next.status().message());
+      if (tok->is_eog(*next)) break;
+      if (Status s = sampler->accept(*next); !s) return fail(s.message());
+    }
     ++generated;
     if (o.print_ids) {
       std::printf("%s%d", generated > 1 ? " " : "", *next);
@@ -219,7 +276,8 @@ int run_generate(const RunOptions& o) {
     }
     std::fflush(stdout);
     const TokenId one[] = {*next};
-    if (more()) {
+    if (ready.empty() && ends_after_ready) break;
+    if (more() && ready.empty()) {
       if (c.n_past() >= c.n_ctx()) {  // full: shift (keep n_keep, drop half of the rest) or stop
         if (o.n_predict == -2) break;
         if (!o.context_shift) {
@@ -232,7 +290,21 @@ int run_generate(const RunOptions& o) {
         log(LogLevel::Info, "context shift: kept %lld, dropped %lld positions",
             static_cast<long long>(n_keep), static_cast<long long>(*removed));
       }
-      if (Status s = c.decode(one); !s) return fail(s.message());
+      if (!spec) {
+        if (Status s = c.decode(one); !s) return fail(s.message());
+        continue;
+      }
+      // Room for the drafted tokens: the context, and -n (the step yields one more).
+      int64_t max_draft = c.n_ctx() - c.n_past() - 1;
+      if (o.n_predict >= 0) max_draft = std::min<int64_t>(max_draft, o.n_predict - generated - 1);
+      Result<Verdict> v = speculative_step(c, 0, *next, spec->drafter.get(), o.speculative.params,
+                                           int(std::max<int64_t>(max_draft, 0)), *sampler, spec->rng, is_eog,
+                                           spec->stats);
+      if (!v) return fail(v.status().message());
+      step_tokens += int64_t(v->tokens.size()) - (v->stopped ? 1 : 0);
+      ready.assign(v->tokens.begin(), v->tokens.end() - (v->stopped ? 1 : 0));
+      ends_after_ready = v->stopped;
+      if (ready.empty() && ends_after_ready) break;
     }
   }
   const double gen_s = seconds_since(t_gen);
@@ -244,6 +316,17 @@ int run_generate(const RunOptions& o) {
                "(%.1f tok/s)\n",
                prompt.size(), prompt_s, double(prompt.size()) / prompt_s, generated, gen_s,
                gen_s > 0 ? generated / gen_s : 0.0);
+  if (spec) {
+    // Tokens per target pass: the speed-up over plain decoding if a pass cost the same
+    // with the draft as without it and drafting were free (the measured one is lower).
+    const SpeculativeStats& st = spec->stats;
+    std::fprintf(stderr,
+                 "tessera: speculative (%s): %lld steps, %lld tokens drafted, %lld accepted (%.1f %%), "
+                 "%.2f tokens per target pass\n",
+                 o.speculative.lookup ? "lookup" : "draft model", static_cast<long long>(st.n_steps),
+                 static_cast<long long>(st.n_drafted), static_cast<long long>(st.n_accepted),
+                 100.0 * st.acceptance(), st.n_steps > 0 ? double(step_tokens) / double(st.n_steps) : 0.0);
+  }
   return 0;
 }
 
@@ -401,6 +484,7 @@ Command add_run(CLI::App& app) {
       ->check(NumberRange(int64_t(-1), int64_t(1) << 24));
   cmd->add_flag("--context-shift,!--no-context-shift", o->context_shift,
                 "when the context fills, shift it (default) or stop generating");
+  add_speculative_options(cmd, o->speculative);
   // The prompt: -p, -f, or stdin when it is not a terminal (empty: a usage error). On a
   // terminal without one, or with -i / -cnv, a chat starts; what only a generation from a
   // prompt can do is refused there.
@@ -416,9 +500,10 @@ Command add_run(CLI::App& app) {
       if (o->prompt.empty()) throw CLI::RequiredError("--prompt (or -f FILE, or a prompt on stdin)");
     }
     const bool chat = o->conversation || (prompt->count() == 0 && prompt_file->count() == 0 && o->prompt.empty());
-    if (chat && (text->count() > 0 || file->count() > 0 || json->count() > 0 || o->print_ids)) {
+    if (chat && (text->count() > 0 || file->count() > 0 || json->count() > 0 || o->print_ids ||
+                 o->speculative.enabled())) {
       throw CLI::ValidationError(
-          "--grammar, --grammar-file, --json and --ids need a prompt (without one, on a "
+          "--grammar, --grammar-file, --json, --ids, -md and --lookup need a prompt (without one, on a "
           "terminal, or with -i / -cnv, run starts a chat)");
     }
   });

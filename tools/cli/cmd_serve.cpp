@@ -22,6 +22,7 @@ struct ServeFlags {
   bool jinja_accepted = false;  // --jinja: nothing to change
   int32_t n_predict = -1;               // -n, copied into o.n_predict when given
   CLI::Option* n_predict_flag = nullptr;
+  SpeculativeOptions speculative;       // -md, --lookup, --draft-*
 };
 
 int run_serve(ServeFlags& f) {
@@ -42,6 +43,9 @@ int run_serve(ServeFlags& f) {
     if (k.empty()) return fail("--api-key: a key must not be empty");
   }
   if (f.n_predict_flag->count() > 0) f.o.n_predict = f.n_predict;
+  f.o.model_draft = f.speculative.model_draft;
+  f.o.lookup = f.speculative.lookup;
+  f.o.speculative = f.speculative.params;
   f.o.webui = !f.no_webui;
   f.o.prefix_cache = !f.no_prefix_cache;
   if (!f.o.slot_save_path.empty() && !std::filesystem::is_directory(f.o.slot_save_path)) {
@@ -204,6 +208,7 @@ Command add_serve(CLI::App& app) {
   add_sampling_flags(cmd, *f);
   add_network_flags(cmd, *f);
   add_llama_server_flags(cmd, *f);
+  add_speculative_options(cmd, f->speculative);
   return {cmd, [f] { return run_serve(*f); }};
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tessera/model.h"
+#include "tessera/speculative.h"
 
 namespace tessera::cli {
 
@@ -112,5 +113,18 @@ struct PlacementOptions {
 void add_placement_options(CLI::App* cmd, PlacementOptions& o);
 /// Sets ModelParams::layers, mpi, mpi_layers, n_gpu_layers and device.
 void apply_placement(const PlacementOptions& o, ModelParams& params);
+
+/// -md/--model-draft, --lookup, --draft-max, --draft-min, --draft-p-min
+/// (speculative_option.cpp).
+struct SpeculativeOptions {
+  std::string model_draft;  // -md: a draft model
+  bool lookup = false;      // --lookup: n-gram lookup drafts instead
+  SpeculativeParams params;
+  bool enabled() const { return lookup || !model_draft.empty(); }
+};
+void add_speculative_options(CLI::App* cmd, SpeculativeOptions& o);
+/// The -md model, refused (the message names the file and the difference) when its
+/// vocabulary does not match the target's (check_draft_vocab).
+Result<std::unique_ptr<Model>> load_draft_model(const SpeculativeOptions& o, const Model& target, bool mmap);
 
 }  // namespace tessera::cli

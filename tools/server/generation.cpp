@@ -99,6 +99,8 @@ serving::Usage JobRun::usage() const {
     total.prompt_tokens += u.prompt_tokens;
     total.cached_tokens += u.cached_tokens;
     total.completion_tokens += u.completion_tokens;
+    total.draft_tokens += u.draft_tokens;
+    total.draft_accepted += u.draft_accepted;
     total.queued = first ? u.queued : std::min(total.queued, u.queued);
     total.admitted = first ? u.admitted : std::min(total.admitted, u.admitted);
     total.first_token = first ? u.first_token : std::min(total.first_token, u.first_token);

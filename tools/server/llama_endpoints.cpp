@@ -66,10 +66,15 @@ json timings_json(const serving::Usage& u, serving::Clock::time_point end, int64
   const int64_t prompt_n = u.prompt_tokens - u.cached_tokens;
   auto per_token = [](double ms, int64_t n) { return n > 0 ? ms / double(n) : 0.0; };
   auto per_second = [](double ms, int64_t n) { return ms > 0 ? 1000.0 * double(n) / ms : 0.0; };
-  return {{"prompt_n", prompt_n}, {"prompt_ms", prompt_ms}, {"prompt_per_token_ms", per_token(prompt_ms, prompt_n)},
-          {"prompt_per_second", per_second(prompt_ms, prompt_n)}, {"predicted_n", predicted_n},
-          {"predicted_ms", predicted_ms}, {"predicted_per_token_ms", per_token(predicted_ms, predicted_n)},
-          {"predicted_per_second", per_second(predicted_ms, predicted_n)}};
+  json t = {{"prompt_n", prompt_n}, {"prompt_ms", prompt_ms}, {"prompt_per_token_ms", per_token(prompt_ms, prompt_n)},
+            {"prompt_per_second", per_second(prompt_ms, prompt_n)}, {"predicted_n", predicted_n},
+            {"predicted_ms", predicted_ms}, {"predicted_per_token_ms", per_token(predicted_ms, predicted_n)},
+            {"predicted_per_second", per_second(predicted_ms, predicted_n)}};
+  if (u.draft_tokens > 0) {  // speculative decoding, as newer llama-servers report it
+    t["draft_n"] = u.draft_tokens;
+    t["draft_n_accepted"] = u.draft_accepted;
+  }
+  return t;
 }
 
 /// One entry of `completion_probabilities`: the log-probabilities of the raw logits

@@ -99,6 +99,21 @@ std::string Metrics::render(const serving::EngineStats* stats) const {
   add_value(out, "tessera_decode_steps_total", "counter", "batches decoded", double(s.steps));
   add_value(out, "tessera_prefix_evictions_total", "counter", "cached prefixes evicted",
             double(s.evictions));
+  // Speculative decoding (-md / --lookup): all 0 without it.
+  add_value(out, "tessera_draft_tokens_total", "counter", "tokens drafted for speculative decoding",
+            double(s.draft_tokens));
+  add_value(out, "tessera_draft_accepted_total", "counter", "drafted tokens the model accepted",
+            double(s.draft_accepted));
+  add_value(out, "tessera_draft_acceptance_ratio", "gauge", "drafted tokens accepted / drafted",
+            s.draft_tokens > 0 ? double(s.draft_accepted) / double(s.draft_tokens) : 0.0);
+  add_value(out, "tessera_speculative_steps_total", "counter",
+            "speculative verifications (one target pass of one sequence each)", double(s.spec_steps));
+  add_value(out, "tessera_speculative_tokens_total", "counter", "tokens those verifications produced",
+            double(s.spec_tokens));
+  add_value(out, "tessera_speculative_tokens_per_step", "gauge",
+            "tokens per target pass of a speculating sequence (1 without speculation; the speed-up if "
+            "drafting and a longer pass were free)",
+            s.spec_steps > 0 ? double(s.spec_tokens) / double(s.spec_steps) : 0.0);
   out += ttft_.render("tessera_time_to_first_token_seconds", "from submission to the first token");
   out += tpot_.render("tessera_time_per_output_token_seconds", "between output tokens after the first");
   out += duration_.render("tessera_request_duration_seconds", "from submission to the last event");

@@ -38,6 +38,7 @@ struct ServerContext {
   const ServerOptions& options;
   std::atomic<ServerState> state{ServerState::Loading};
   std::unique_ptr<Model> model;
+  std::unique_ptr<Model> draft_model;  // -md: speculative decoding's (outlives the engine)
   std::unique_ptr<serving::Engine> engine;
   std::optional<ChatTemplate> chat_template;
   std::string model_file;  // the model's file name

@@ -88,7 +88,17 @@ Status load(ServerContext& ctx, const serving::EngineParams& params) {
   if (!(*model)->tokenizer()) return Status::error(o.model + ": the model has no usable tokenizer, so it cannot serve text");
   Result<ChatTemplate> tmpl = choose_chat_template(**model, o.chat_template, o.chat_template_file);
   if (!tmpl) return tmpl.status();
-  Result<std::unique_ptr<serving::Engine>> engine = serving::Engine::create(**model, params);
+  serving::EngineParams with_draft = params;
+  if (!o.model_draft.empty()) {
+    Result<std::unique_ptr<Model>> draft = Model::load(o.model_draft);
+    if (!draft) return draft.status();
+    const Tokenizer* td = (*draft)->tokenizer();
+    if (!td) return Status::error(o.model_draft + ": the draft model has no usable tokenizer");
+    if (Status s = check_draft_vocab(*(*model)->tokenizer(), *td); !s) return s.with_context(o.model_draft);
+    ctx.draft_model = std::move(*draft);
+    with_draft.draft_model = ctx.draft_model.get();
+  }
+  Result<std::unique_ptr<serving::Engine>> engine = serving::Engine::create(**model, with_draft);
   if (!engine) return engine.status();
   ctx.model = std::move(*model);
   ctx.chat_template = *tmpl;
@@ -135,6 +145,8 @@ Result<serving::EngineParams> engine_params(const ServerOptions& o) {
   p.prefix_cache = o.prefix_cache;
   p.n_threads = o.threads;
   p.embeddings = o.embeddings;  // an encoder model turns them on (Engine::create)
+  p.lookup = o.lookup;           // the draft model is set once it is loaded
+  p.speculative = o.speculative;
   if (o.ctx > 0 && o.ctx_per_seq > 0) {
     if (o.ctx < int64_t(o.n_parallel) * o.ctx_per_seq) {
       return Status::error("-c " + std::to_string(o.ctx) + " is less than --parallel " + std::to_string(o.n_parallel) +

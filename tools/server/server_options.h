@@ -60,6 +60,9 @@ struct ServerOptions {
   double idle_timeout_s = limits::kDefaultIdleTimeoutS;      // --idle-timeout
   double header_timeout_s = limits::kDefaultHeaderTimeoutS;  // --header-timeout
   double body_timeout_s = limits::kDefaultBodyTimeoutS;      // --body-timeout
+  std::string model_draft;          // -md: speculative decoding with this draft model
+  bool lookup = false;              // --lookup: speculative decoding by n-gram lookup
+  SpeculativeParams speculative;    // --draft-max, --draft-min, --draft-p-min
 };
 
 /// The engine's parameters for `o`: -c alone gives each sequence c / np cells; with

@@ -121,6 +121,34 @@ Result<TokenId> SamplerChain::sample(std::span<const float> logits, size_t n_top
   return chosen.id;
 }
 
+Status SamplerChain::distribution(std::span<const float> logits, Candidates& c) {
+  if (steps_.empty() || !(steps_.back()->greedy() || steps_.back()->draws())) {
+    return Status::error("sampler: a distribution needs a chain that ends with a greedy pick or a draw");
+  }
+  c = Candidates::from_logits(logits);
+  for (size_t i = 0; i + 1 < steps_.size(); ++i) steps_[i]->apply(c);
+  // No sort (softmax() sorts, which costs more than the rest at every drafted position):
+  // the greedy pick's own choice, or exp(logit - max) / sum in the candidates' order.
+  pick_greedy(c);
+  const float max_logit = c.selected >= 0 ? c.items[size_t(c.selected)].logit : -INFINITY;
+  if (std::isinf(max_logit) && max_logit < 0) {
+    return Status::error("sampler: every token is forbidden here (by the grammar or a -inf logit bias)");
+  }
+  if (steps_.back()->greedy()) {
+    for (Candidate& t : c.items) t.p = 0.0f;
+    c.items[size_t(c.selected)].p = 1.0f;
+    return Status::ok();
+  }
+  double sum = 0.0;
+  for (Candidate& t : c.items) {
+    t.p = std::exp(t.logit - max_logit);
+    sum += t.p;
+  }
+  for (Candidate& t : c.items) t.p = float(t.p / sum);
+  c.selected = -1;
+  return Status::ok();
+}
+
 Status SamplerChain::accept(TokenId token) {
   for (const auto& step : steps_) TESSERA_RETURN_IF_ERROR(step->accept(token, false));
   return Status::ok();

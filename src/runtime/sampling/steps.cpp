@@ -66,6 +66,7 @@ class DrawStep : public SamplerStep {
     pick_at(c, u);
   }
   void reset() override { rng_.seed(seed_); }
+  bool draws() const override { return true; }
 
  private:
   uint64_t seed_;
