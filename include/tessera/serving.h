@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "tessera/batch.h"
+#include "tessera/dtype.h"
 #include "tessera/embedding.h"
 #include "tessera/grammar.h"
 #include "tessera/sampler.h"
@@ -202,6 +203,8 @@ struct EngineParams {
   int n_threads = 2;
   bool embeddings = false;     // accept embedding requests (always, for an encoder model,
                                // which accepts nothing else)
+  DType type_k = DType::F16;   // the KV cache's types (ContextParams::type_k / type_v)
+  DType type_v = DType::F16;
 };
 
 /// Why submit() refused a request.

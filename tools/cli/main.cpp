@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
   static const std::pair<const char*, std::string> kLongShorts[] = {
       {"-np", "--parallel"},    {"-ngl", "--n-gpu-layers"}, {"-cnv", "--conversation"},
       {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"},
+      {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
   };
   static std::vector<std::string> rewritten;  // argv keeps pointers into it
   rewritten.reserve(size_t(argc));
