@@ -114,9 +114,12 @@ void print_md(const BenchReport& report) {
               types ? " type_k | type_v |" : "", kv_bytes ? " kv cache |" : "", types ? "---|---|" : "",
               kv_bytes ? "---:|" : "");
   for (const json& r : report.rows) {
-    std::string extra;
-    if (types) extra += " " + r.value("type_k", std::string("f16")) + " | " + r.value("type_v", std::string("f16")) + " |";
-    if (kv_bytes) extra += " " + human(r.value("kv_cache_bytes", 0.0), true) + " |";
+    std::string extra;  // appended piece by piece: GCC 12 warns (-Wrestrict) on "x" + std::string temporaries
+    if (types) {
+      extra.append(" ").append(r.value("type_k", std::string("f16")));
+      extra.append(" | ").append(r.value("type_v", std::string("f16"))).append(" |");
+    }
+    if (kv_bytes) extra.append(" ").append(human(r.value("kv_cache_bytes", 0.0), true)).append(" |");
     std::printf("| %s | %s | %s | %d |%s %s | %.2f ± %.2f |\n", r["model"].get<std::string>().c_str(),
                 human(r["size_bytes"].get<double>(), true).c_str(), human(r["params"].get<double>(), false).c_str(),
                 r["threads"].get<int>(), extra.c_str(), r["test"].get<std::string>().c_str(),
