@@ -49,7 +49,12 @@ struct ContextParams {
                             // model split across MPI ranks n_batch / 16 (at least 32), so that
                             // the ranks work on different parts of a prompt at once
   int n_threads = 2;        // CPU threads
-  DType kv_type = DType::F16;  // F16 (as the reference engine) or F32
+  // The KV cache's types, keys and values apart (the reference's -ctk / -ctv):
+  // kv_cache_types(). F16 as the reference engine by default. A block-quantized type
+  // stores each cell's row quantized (on write) and needs head sizes that are multiples
+  // of its block (32); attention reads it a head's cells at a time.
+  DType type_k = DType::F16;
+  DType type_v = DType::F16;
   bool all_logits = false;  // decode(tokens): keep the logits of every token, not only the last
   int n_seq_max = 1;        // sequence ids 0 .. n_seq_max-1 (at most 64); each has a home
                             // region (see n_seq_regions; a full one spills over)
@@ -66,6 +71,10 @@ struct ContextParams {
   MatmulObserver matmul_observer = nullptr;
   void* matmul_observer_data = nullptr;  // passed to matmul_observer
 };
+
+/// The types a KV cache can hold (ContextParams::type_k / type_v), the reference
+/// engine's set: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl.
+std::span<const DType> kv_cache_types();
 
 /// What save_seq_state / load_seq_state moved.
 struct SeqStateInfo {
@@ -106,6 +115,8 @@ class Context {
   int n_seq_max() const;
   /// Cache cells in use (by any sequence).
   int64_t n_cells_used() const;
+  /// Bytes the KV cache holds (all cells, keys and values, every layer of this process).
+  int64_t kv_cache_bytes() const;
   /// Forgets everything decoded so far, in every sequence.
   void clear();
 

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/dtype.h"
 #include "tessera/model.h"
 #include "tessera/status.h"
 
@@ -40,6 +41,8 @@ struct ImatrixParams {
   bool process_output = false;  // also collect output.weight
   bool compute_ppl = true;      // measure the perplexity on the way
   std::string dataset;          // the calibration text's name, stored in the file
+  DType type_k = DType::F16;    // the KV cache's types (ContextParams::type_k / type_v)
+  DType type_v = DType::F16;
 };
 
 /// Where the computation stands after a chunk.

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/dtype.h"
 #include "tessera/model.h"
 #include "tessera/status.h"
 
@@ -30,6 +31,8 @@ struct PerplexityParams {
   int64_t n_batch = 512;    // tokens per forward pass
   int n_threads = 2;        // CPU threads
   int64_t max_chunks = -1;  // < 0: every whole chunk of the text
+  DType type_k = DType::F16;  // the KV cache's types (ContextParams::type_k / type_v)
+  DType type_v = DType::F16;
 };
 
 /// Where the computation stands after a chunk.

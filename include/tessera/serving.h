@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "tessera/batch.h"
+#include "tessera/dtype.h"
 #include "tessera/embedding.h"
 #include "tessera/grammar.h"
 #include "tessera/sampler.h"
@@ -212,6 +213,8 @@ struct EngineParams {
   const Model* draft_model = nullptr;
   bool lookup = false;
   SpeculativeParams speculative;
+  DType type_k = DType::F16;   // the KV cache's types (ContextParams::type_k / type_v)
+  DType type_v = DType::F16;
 };
 
 /// Why submit() refused a request.

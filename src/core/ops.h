@@ -47,8 +47,9 @@ Tensor* concat(Graph& g, Tensor* a, Tensor* b, int dim);
 /// Attention of every query head over its KV head (grouped-query: n_head a multiple of
 /// n_head_kv): out[:, h, t] = sum_c softmax_c(scale q[:, t, h] . k[:, c, hk] + mask[c, t]) v[:, c, hk]
 /// with hk = h / (n_head / n_head_kv). q F32 [head_dim, n_tokens, n_head] (any strides),
-/// k F16/F32 [head_dim, n_kv, n_head_kv] and v of k's type [head_dim_v, n_kv, n_head_kv]
-/// (dense rows; head_dim_v may differ from head_dim: DeepSeek's MLA), mask F32
+/// k [head_dim, n_kv, n_head_kv] and v [head_dim_v, n_kv, n_head_kv] of any KV cache type
+/// each (dense rows; quantized: whole blocks per head; head_dim_v may differ from
+/// head_dim: DeepSeek's MLA), mask F32
 /// [n_kv, >= n_tokens] or null. Result F32 [head_dim_v, n_head, n_tokens], contiguous. A token that sees no
 /// cell gets zeros. max_bias > 0 is ALiBi: head h adds alibi_slope(h, n_head, max_bias) *
 /// mask instead of mask (the mask then holds -|query pos - cell pos| where visible).

@@ -85,14 +85,16 @@ Tensor* attend_group(Graph& g, const HParams& h, Tensor* kq_mask, Tensor* k_all,
   const int64_t hd = h.head_dim;
   const int64_t nt = gr.n_tokens;
   const int64_t nk = gr.n_kv;
-  const size_t elt = dtype_traits(k_all->type).type_size;
+  // keys and values: [head_dim, n_kv, n_head_kv]; a head's part of a cell's row is
+  // row_size(head_dim) bytes (whole blocks for a quantized cache).
   const size_t row = k_all->nb[1];
   const size_t first = size_t(gr.kv_begin) * row;
-  // keys and values: [head_dim, n_kv, n_head_kv]
-  Tensor* keys = ops::view(g, k_all, {hd, nk, h.n_head_kv, 1}, {elt, row, hd * elt, row * nk}, first);
+  Tensor* keys = ops::view(g, k_all, {hd, nk, h.n_head_kv, 1},
+                           {k_all->nb[0], row, dtype_row_size(k_all->type, hd), row * nk}, first);
   const int64_t vd = h.head_dim_v;
   const size_t v_row = v_all->nb[1];
-  Tensor* values = ops::view(g, v_all, {vd, nk, h.n_head_kv, 1}, {elt, v_row, vd * elt, v_row * nk},
+  Tensor* values = ops::view(g, v_all, {vd, nk, h.n_head_kv, 1},
+                             {v_all->nb[0], v_row, dtype_row_size(v_all->type, vd), v_row * nk},
                              size_t(gr.kv_begin) * v_row);
   Tensor* mask = ops::view(g, kq_mask, {nk, nt, 1, 1},
                            {sizeof(float), nk * sizeof(float), nk * nt * sizeof(float), nk * nt * sizeof(float)},

@@ -76,7 +76,8 @@ Status ContextImpl::init() {
   std::vector<Backend*> layer_backends;
   for (int b : m_.placement.layer) layer_backends.push_back(backends_[size_t(b)].get());
   Result<std::unique_ptr<KvCache>> kv =
-      KvCache::create(m_.hparams, params_.n_ctx, params_.n_seq_regions, params_.kv_type, layer_backends);
+      KvCache::create(m_.hparams, params_.n_ctx, params_.n_seq_regions, params_.type_k, params_.type_v,
+                      layer_backends);
   if (!kv) return kv.status();
   kv_ = std::move(*kv);
   for (size_t il = 0; il < kv_->layers().size(); ++il) {
@@ -139,7 +140,7 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
   }
   // The reference keeps no cache for an encoder: its attention reads the batch's own
   // keys and values, unrounded. An F32 cache holds them as they are.
-  if (model.info().encoder) p.kv_type = DType::F32;
+  if (model.info().encoder) p.type_k = p.type_v = DType::F32;
   if (p.n_seq_regions == 0) p.n_seq_regions = p.n_seq_max;
   if (p.n_seq_regions < 1 || p.n_seq_regions > p.n_seq_max) {
     return Status::error("context: n_seq_regions " + std::to_string(p.n_seq_regions) +
@@ -222,6 +223,7 @@ int64_t Context::n_vocab() const { return impl_->m_.hparams.n_vocab; }
 int64_t Context::n_embd() const { return impl_->m_.hparams.n_embd; }
 int Context::n_seq_max() const { return impl_->params_.n_seq_max; }
 int64_t Context::n_cells_used() const { return impl_->kv_->n_used(); }
+int64_t Context::kv_cache_bytes() const { return impl_->kv_->bytes(); }
 
 void Context::clear() {
   impl_->clear();

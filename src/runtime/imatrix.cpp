@@ -179,6 +179,8 @@ Result<ImatrixResult> compute_imatrix(const Model& model, std::string_view text,
   cp.n_ctx = n_ctx;
   cp.n_batch = n_batch;
   cp.n_threads = params.n_threads;
+  cp.type_k = params.type_k;
+  cp.type_v = params.type_v;
   cp.all_logits = true;
   cp.matmul_observer = [](const MatmulInput& in, void* c) { static_cast<Collector*>(c)->observe(in); };
   cp.matmul_observer_data = &collector;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "tessera/context.h"
 
 namespace tessera {
 namespace {
@@ -18,26 +19,69 @@ SeqMask mask_of(SeqId seq) {
 
 bool in_range(Pos pos, Pos p0, Pos p1) { return pos >= std::max(p0, 0) && (p1 < 0 || pos < p1); }
 
+/// Whether `type` can hold rows of heads of `head_size` (keys: type_k; values: type_v),
+/// and whether the backends that would hold them read it. `flag`: the parameter and the
+/// command-line flag that chose it, for the messages.
+Status check_type(DType type, int64_t head_size, const char* which, const char* flag,
+                  std::span<Backend* const> backends) {
+  const std::span<const DType> allowed = kv_cache_types();
+  if (std::find(allowed.begin(), allowed.end(), type) == allowed.end()) {
+    std::string names;
+    for (DType t : allowed) names += (names.empty() ? "" : ", ") + std::string(dtype_name(t));
+    const uint32_t id = uint32_t(type);
+    const std::string name = is_known_dtype(id) ? std::string(dtype_name(type)) : "type id " + std::to_string(id);
+    return Status::error("kv cache: " + name + " is not a cache type for the " + which +
+                         " (" + std::string(flag) + "); use one of " + names);
+  }
+  const int64_t block = dtype_traits(type).block_size;
+  if (head_size % block != 0) {
+    return Status::error("kv cache: the " + std::string(which) + " cannot be stored as " +
+                         std::string(dtype_name(type)) + " (" + std::string(flag) + "): its blocks of " + std::to_string(block) +
+                         " need a head size that is a multiple of " + std::to_string(block) + ", and this model's is " +
+                         std::to_string(head_size));
+  }
+  for (Backend* b : backends) {
+    // The GPU backends' attention reads F16 and F32 caches only.
+    if (type != DType::F16 && type != DType::F32 && b->can_hold_tensors() && !b->host_memory()) {
+      return Status::error("kv cache: the " + std::string(which) + " cannot be stored as " +
+                           std::string(dtype_name(type)) + " (" + std::string(flag) + ") on " + std::string(b->name()) +
+                           ": layers on a GPU take an f16 or f32 cache");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
-Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx, int n_seq, DType type,
-                                                 std::span<Backend* const> layer_backends) {
-  if (type != DType::F16 && type != DType::F32) {
-    return Status::error("kv cache: type " + std::string(dtype_name(type)) +
-                         " is not supported (use f16 or f32)");
+std::span<const DType> kv_cache_types() {
+  static constexpr DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,  DType::Q4_0,
+                                     DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL};
+  return kTypes;
+}
+
+Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx, int n_seq, DType type_k,
+                                                 DType type_v, std::span<Backend* const> layer_backends) {
+  TESSERA_RETURN_IF_ERROR(check_type(type_k, h.head_dim, "keys", "type_k, -ctk/--cache-type-k", layer_backends));
+  TESSERA_RETURN_IF_ERROR(check_type(type_v, h.head_dim_v, "values", "type_v, -ctv/--cache-type-v", layer_backends));
+  for (Backend* b : layer_backends) {
+    if (type_k != type_v && b->can_hold_tensors() && !b->host_memory()) {
+      return Status::error("kv cache: layers on " + std::string(b->name()) +
+                           " take keys and values of one type (-ctk and -ctv the same)");
+    }
   }
   if (n_ctx <= 0 || n_ctx > std::numeric_limits<int32_t>::max()) {
     return Status::error("kv cache: " + std::to_string(n_ctx) + " cells is out of range");
   }
   TESSERA_CHECK(int64_t(layer_backends.size()) == h.n_layer);
   std::unique_ptr<KvCache> c = cells_only(n_ctx, n_seq);
-  c->type_ = type;
+  c->type_k_ = type_k;
+  c->type_v_ = type_v;
   c->set_mask_rule(h.alibi(), h.n_swa);
   c->set_causal(h.causal);
   for (int64_t il = 0; il < h.n_layer; ++il) {
     KvLayer layer;
-    layer.k = c->arena_.new_tensor(type, {h.n_embd_kv(), n_ctx, 1, 1}, "cache_k_l" + std::to_string(il));
-    layer.v = c->arena_.new_tensor(type, {h.n_embd_v(), n_ctx, 1, 1}, "cache_v_l" + std::to_string(il));
+    layer.k = c->arena_.new_tensor(type_k, {h.n_embd_kv(), n_ctx, 1, 1}, "cache_k_l" + std::to_string(il));
+    layer.v = c->arena_.new_tensor(type_v, {h.n_embd_v(), n_ctx, 1, 1}, "cache_v_l" + std::to_string(il));
     c->layers_.push_back(layer);
   }
   // One buffer per backend for the layers it holds; a backend that cannot allocate
@@ -47,9 +91,11 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const HParams& h, int64_t n_ctx
     if (std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
     seen.push_back(b);
     const size_t align = b->alignment();
-    auto bytes = [&](int64_t row) { return (dtype_row_size(type, row) * size_t(n_ctx) + align - 1) / align * align; };
-    const size_t k_bytes = bytes(h.n_embd_kv());
-    const size_t v_bytes = bytes(h.n_embd_v());
+    auto bytes = [&](DType type, int64_t row) {
+      return (dtype_row_size(type, row) * size_t(n_ctx) + align - 1) / align * align;
+    };
+    const size_t k_bytes = bytes(type_k, h.n_embd_kv());
+    const size_t v_bytes = bytes(type_v, h.n_embd_v());
     std::vector<int64_t> mine;
     for (int64_t il = 0; il < h.n_layer; ++il) {
       if (layer_backends[size_t(il)] == b) mine.push_back(il);
@@ -75,6 +121,14 @@ std::unique_ptr<KvCache> KvCache::cells_only(int64_t n_ctx, int n_seq) {
   c->cells_.assign(size_t(n_ctx), KvCell{});
   c->n_seq_ = n_seq;
   return c;
+}
+
+int64_t KvCache::bytes() const {
+  int64_t total = 0;
+  for (const KvLayer& l : layers_) {
+    for (const Tensor* t : {l.k, l.v}) total += t->data ? int64_t(t->nbytes()) : 0;
+  }
+  return total;
 }
 
 int64_t KvCache::n_used() const {

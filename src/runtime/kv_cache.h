@@ -40,16 +40,20 @@ struct KvCell {
 
 class KvCache {
  public:
-  /// Allocates n_ctx cells of `type` (F16 or F32) for every layer, layer il on
-  /// layer_backends[il] (its layer's backend; the tensors of a layer on another MPI rank
-  /// get no memory here), placed in n_seq home regions.
-  static Result<std::unique_ptr<KvCache>> create(const HParams& h, int64_t n_ctx, int n_seq,
-                                                 DType type, std::span<Backend* const> layer_backends);
+  /// Allocates n_ctx cells for every layer, keys of type_k and values of type_v (one of
+  /// kv_cache_types(); a block-quantized type needs the head size a multiple of its
+  /// block), layer il on layer_backends[il] (its layer's backend; the tensors of a layer
+  /// on another MPI rank get no memory here), placed in n_seq home regions.
+  static Result<std::unique_ptr<KvCache>> create(const HParams& h, int64_t n_ctx, int n_seq, DType type_k,
+                                                 DType type_v, std::span<Backend* const> layer_backends);
   /// A cache of n_ctx cells with no tensors: cell bookkeeping only (tests).
   static std::unique_ptr<KvCache> cells_only(int64_t n_ctx, int n_seq = 1);
 
   int64_t n_ctx() const { return int64_t(cells_.size()); }
-  DType type() const { return type_; }
+  DType type_k() const { return type_k_; }
+  DType type_v() const { return type_v_; }
+  /// Bytes of the keys and values of every layer held here.
+  int64_t bytes() const;
   const std::vector<KvLayer>& layers() const { return layers_; }
   const KvCell& cell(int64_t i) const { return cells_[size_t(i)]; }
   /// Number of cells in use.
@@ -129,7 +133,8 @@ class KvCache {
 
  private:
   KvCache() = default;
-  DType type_ = DType::F16;
+  DType type_k_ = DType::F16;
+  DType type_v_ = DType::F16;
   TensorArena arena_;
   std::vector<std::unique_ptr<Buffer>> buffers_;  // one per backend
   std::vector<KvLayer> layers_;

@@ -26,7 +26,7 @@ RopeYarn KvShift::rotation_only() const {
 }
 
 // Per layer: the key rows of cells [0, n_kv) seen as [head_dim, n_head_kv, n_kv],
-// converted to F32, rotated by the cell's delta (the model's rope mode, dims and
+// converted to F32 (from any cache type), rotated by the cell's delta (the model's rope mode, dims and
 // frequency divisors), converted back into the same rows.
 void KvShift::build(const KvCache& kv, int64_t n_kv) {
   graph_.reset();
@@ -37,9 +37,10 @@ void KvShift::build(const KvCache& kv, int64_t n_kv) {
   sg->deltas->flags |= kFlagInput;
   for (const KvLayer& layer : kv.layers()) {
     Tensor* k = layer.k;
-    const size_t elt = dtype_traits(k->type).type_size;
+    // A quantized cache's rows are dequantized, rotated and quantized again (as the
+    // reference engine does): the keys take the type's rounding a second time.
     Tensor* rows = ops::view(g, k, {h_.head_dim, h_.n_head_kv, n_kv, 1},
-                             {elt, size_t(h_.head_dim) * elt, k->nb[1], k->nb[1] * size_t(n_kv)}, 0);
+                             {k->nb[0], dtype_row_size(k->type, h_.head_dim), k->nb[1], k->nb[1] * size_t(n_kv)}, 0);
     Tensor* rotated = ops::rope(g, ops::cont(g, rows, DType::F32), sg->deltas, int(h_.n_rot), h_.rope_mode,
                                 h_.rope_freq_base, h_.rope_freq_scale, freq_factors_, rotation_only());
     g.expand(ops::cpy(g, rotated, rows));

@@ -90,6 +90,8 @@ Result<PerplexityResult> perplexity(
   cp.n_ctx = n_ctx;
   cp.n_batch = params.n_batch;
   cp.n_threads = params.n_threads;
+  cp.type_k = params.type_k;
+  cp.type_v = params.type_v;
   cp.all_logits = true;
   Result<std::unique_ptr<Context>> ctx = Context::create(model, cp);
   if (!ctx) return ctx.status();

@@ -1,10 +1,10 @@
 // Saving and restoring a context's state. File layout (host byte order, little-endian
-// on every supported machine), version 1:
+// on every supported machine), version 2 (version 1 had one cache type for K and V):
 //
 //   "TESSTATE" magic, u32 version
 //   model shape: string arch, i64 n_vocab n_embd n_layer n_ff n_head n_head_kv head_dim
 //                n_rot, u64 n_params
-//   cache: u32 kv type, u64 key row bytes (a value row: the model's n_embd_v), i64 n_cells_saved, i32 max sequence id + 1,
+//   cache: u32 key type, u32 value type, u64 key row bytes (a value row: the model's n_embd_v), i64 n_cells_saved, i32 max sequence id + 1,
 //          u8 embeddings
 //   sizes: i64 n_used (cells), i64 n_batch_tokens, i64 n_out, u64 user bytes
 //   cells: n_used x (i32 index, i32 pos, i32 token, u64 sequences)
@@ -16,10 +16,10 @@
 // Everything before the cache data is read and checked (and the file size compared
 // with what the header implies) before the context is touched.
 //
-// One sequence's state (save_seq_state), version 1:
+// One sequence's state (save_seq_state), version 2:
 //
 //   "TESSSEQ." magic, u32 version, the model shape as above (string arch, 8 x i64,
-//   u64 n_params), u32 kv type, u64 key row bytes, i64 n_tokens
+//   u64 n_params), u32 key type, u32 value type, u64 key row bytes, i64 n_tokens
 //   n_tokens x (i32 pos, i32 token), in position order
 //   per layer: the K rows, then the V rows, of those cells; "TESSEND." end marker
 //
@@ -41,7 +41,7 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'E', 'S', 'S', 'T', 'A', 'T', 'E'};
 constexpr char kEnd[8] = {'T', 'E', 'S', 'S', 'E', 'N', 'D', '.'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
@@ -53,7 +53,7 @@ struct Header {
   std::string arch;
   int64_t shape[8] = {};  // n_vocab n_embd n_layer n_ff n_head n_head_kv head_dim n_rot
   uint64_t n_params = 0;
-  uint32_t kv_type = 0;
+  uint32_t type_k = 0, type_v = 0;  // the cache's types (DType ids)
   uint64_t row_bytes = 0;
   int64_t n_cells_saved = 0;
   int32_t n_seq = 0;
@@ -72,8 +72,9 @@ Header header_of(const ContextImpl& c) {
   const int64_t shape[8] = {h.n_vocab, h.n_embd, h.n_layer, h.n_ff, h.n_head, h.n_head_kv, h.head_dim, h.n_rot};
   std::memcpy(hd.shape, shape, sizeof shape);
   hd.n_params = c.model_.info().n_params;
-  hd.kv_type = uint32_t(c.kv_->type());
-  hd.row_bytes = dtype_row_size(c.kv_->type(), h.n_embd_kv());
+  hd.type_k = uint32_t(c.kv_->type_k());
+  hd.type_v = uint32_t(c.kv_->type_v());
+  hd.row_bytes = dtype_row_size(c.kv_->type_k(), h.n_embd_kv());
   hd.n_cells_saved = c.kv_->n_ctx();
   hd.embeddings = c.params_.embeddings ? 1 : 0;
   return hd;
@@ -114,7 +115,8 @@ void write_model_part(Writer& w, const char (&magic)[8], uint32_t version, const
   w.bytes(h.arch.data(), h.arch.size());
   for (int64_t v : h.shape) w.pod(v);
   w.pod(h.n_params);
-  w.pod(h.kv_type);
+  w.pod(h.type_k);
+  w.pod(h.type_v);
   w.pod(h.row_bytes);
 }
 
@@ -138,7 +140,8 @@ Status read_model_part(Reader& r, const std::string& where, const char (&magic)[
   r.bytes(h.arch.data(), arch_len);
   for (int64_t& v : h.shape) r.pod(v);
   r.pod(h.n_params);
-  r.pod(h.kv_type);
+  r.pod(h.type_k);
+  r.pod(h.type_v);
   r.pod(h.row_bytes);
   return Status::ok();
 }
@@ -166,7 +169,8 @@ std::vector<int32_t> used_cells(const KvCache& kv) {
 /// shorter than a key row: DeepSeek's MLA). The header's row_bytes is the key row's.
 int64_t cell_bytes(const ContextImpl& c) {
   const HParams& h = c.m_.hparams;
-  return h.n_layer * int64_t(dtype_row_size(c.kv_->type(), h.n_embd_kv()) + dtype_row_size(c.kv_->type(), h.n_embd_v()));
+  return h.n_layer *
+         int64_t(dtype_row_size(c.kv_->type_k(), h.n_embd_kv()) + dtype_row_size(c.kv_->type_v(), h.n_embd_v()));
 }
 
 /// The cache rows of `cells` in every layer, K then V; `read` fills them from the file,
@@ -225,8 +229,11 @@ Status check_model(const Header& f, const Header& mine, const std::string& where
     }
   }
   if (f.n_params != mine.n_params) return Status::error(where + "was saved from another model (parameter count differs)");
-  if (f.kv_type != mine.kv_type || f.row_bytes != mine.row_bytes) {
-    return Status::error(where + "holds a cache of another type (kv_type differs)");
+  if (f.type_k != mine.type_k || f.type_v != mine.type_v || f.row_bytes != mine.row_bytes) {
+    auto name = [](uint32_t id) { return is_known_dtype(id) ? std::string(dtype_name(DType(id))) : "type " + std::to_string(id); };
+    return Status::error(where + "holds a cache of other types (keys " + name(f.type_k) + ", values " +
+                         name(f.type_v) + "); this context's are keys " + name(mine.type_k) + ", values " +
+                         name(mine.type_v) + " (type_k/type_v, -ctk/-ctv)");
   }
   return Status::ok();
 }
@@ -407,7 +414,7 @@ Result<std::vector<uint8_t>> Context::load_state(const std::string& path) {
 namespace {
 
 constexpr char kSeqMagic[8] = {'T', 'E', 'S', 'S', 'S', 'E', 'Q', '.'};
-constexpr uint32_t kSeqVersion = 1;
+constexpr uint32_t kSeqVersion = 2;
 
 void write_seq_header(Writer& w, const Header& h, int64_t n_tokens) {
   write_model_part(w, kSeqMagic, kSeqVersion, h);

@@ -41,7 +41,8 @@ std::unique_ptr<Context> make_context(const Model& m, int64_t n_ctx, int n_seq, 
   ContextParams cp;
   cp.n_ctx = n_ctx;
   cp.n_seq_max = n_seq;
-  cp.kv_type = kv;
+  cp.type_k = kv;
+  cp.type_v = kv;
   cp.embeddings = embeddings;
   cp.n_threads = threads;
   Result<std::unique_ptr<Context>> c = Context::create(m, cp);

@@ -84,7 +84,7 @@ PlanStats plan_stats(const Model& m, int64_t n_tokens) {
   }
   std::vector<Backend*> layer_backends;
   for (int b : impl.placement.layer) layer_backends.push_back(backends[size_t(b)]);
-  Result<std::unique_ptr<KvCache>> kv = KvCache::create(impl.hparams, 64, 1, DType::F16, layer_backends);
+  Result<std::unique_ptr<KvCache>> kv = KvCache::create(impl.hparams, 64, 1, DType::F16, DType::F16, layer_backends);
   EXPECT_TRUE(kv.is_ok());
   std::unordered_map<const Tensor*, int> at = impl.weight_backend;
   for (size_t il = 0; il < (*kv)->layers().size(); ++il) {

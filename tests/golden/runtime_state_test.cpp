@@ -146,7 +146,7 @@ TEST_F(RuntimeState, DamagedFilesAreRefused) {
 }
 
 TEST_F(RuntimeState, MismatchedContextsAreRefused) {
-  EXPECT_NE(load_error(path_, 96, 2, DType::F32).find("kv_type"), std::string::npos);
+  EXPECT_NE(load_error(path_, 96, 2, DType::F32).find("cache of other types"), std::string::npos);
   EXPECT_NE(load_error(path_, 96, 1).find("sequences"), std::string::npos);
   EXPECT_NE(load_error(path_, 16, 2).find("cells"), std::string::npos);
   const Model* other = test::shared_model("mini-llama-f16.gguf");

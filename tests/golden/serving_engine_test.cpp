@@ -40,9 +40,12 @@ void drain(Stream& s, Outcome& o, size_t n_choices) {
 using test::greedy;
 using test::make_engine;
 
-/// Runs `r` alone on a fresh one-slot engine without a prefix cache.
-Outcome alone(const Model& m, const GenerationRequest& r) {
+/// Runs `r` alone on a fresh one-slot engine without a prefix cache (a KV cache of
+/// `type_k` / `type_v`).
+Outcome alone(const Model& m, const GenerationRequest& r, DType type_k = DType::F16, DType type_v = DType::F16) {
   EngineParams p;
+  p.type_k = type_k;
+  p.type_v = type_v;
   p.n_parallel = std::max(1, r.n_choices);
   p.prefix_cache = false;
   p.n_ctx_per_seq = 256;
@@ -147,6 +150,32 @@ TEST(ServingEngine, SharedPrefixIsReusedAndGivesTheSameTokens) {
   EXPECT_EQ(again.usage.cached_tokens, int64_t(a.prompt.size()) - 1);
   EXPECT_EQ(again.tokens[0], first.tokens[0]);
   EXPECT_GE(e->stats().cached_prefixes, 1);
+}
+
+// The prefix cache with quantized (and BF16) KV caches, on the built-in model (heads of
+// 32): cached cells are copied as stored, and a reused prefix gives the tokens the
+// request gets alone with the same cache types.
+TEST(ServingEngine, SharedPrefixWithEveryCacheType) {
+  Result<std::unique_ptr<Model>> m = Model::load(std::string(TESSERA_SOURCE_DIR) + "/models/tessera-kjv-6m-q8_0.gguf");
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  const Tokenizer& tok = *(*m)->tokenizer();
+  const std::string verse = "In the beginning God created the heaven and the earth. And the earth was without form,";
+  const GenerationRequest a = greedy(tok, verse + " and void", 8);
+  const GenerationRequest b = greedy(tok, verse + " and darkness", 8);
+  for (const auto& [k, v] : {std::pair{DType::Q8_0, DType::Q8_0}, {DType::Q4_0, DType::Q4_1},
+                             {DType::IQ4_NL, DType::Q5_0}, {DType::BF16, DType::Q5_1}}) {
+    SCOPED_TRACE(std::string(dtype_name(k)) + "/" + std::string(dtype_name(v)));
+    EngineParams p;
+    p.n_parallel = 2;
+    p.n_ctx_per_seq = 128;
+    p.type_k = k;
+    p.type_v = v;
+    std::unique_ptr<Engine> e = make_engine(**m, p);
+    run_to_end(*e, a);
+    const Outcome second = run_to_end(*e, b);
+    EXPECT_GE(second.usage.cached_tokens, 10);
+    EXPECT_EQ(second.tokens[0], alone(**m, b, k, v).tokens[0]);
+  }
 }
 
 TEST(ServingEngine, CancellationFreesCells) {

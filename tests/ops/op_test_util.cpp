@@ -9,6 +9,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/vec.h"
 #include "core/fp16.h"
+#include "quant/quant.h"
 
 namespace tessera::test {
 
@@ -132,6 +133,12 @@ Tensor* OpTest::add_leaf(DType type, const Shape& ne, const std::vector<float>& 
   m->data = alloc64(m->size);
   m->init.resize(m->size);
   const size_t ts = dtype_traits(type).type_size;
+  if (quant::format(type) != nullptr && !values.empty()) {  // whole rows, quantized as src/quant does
+    quant::quantize_rows(type, values.data(), m->init.data(), ne[1] * ne[2] * ne[3], ne[0]);
+    t->data = m->data;
+    memory_.push_back(std::move(m));
+    return t;
+  }
   for (size_t i = 0; i < values.size(); ++i) {
     uint8_t* p = m->init.data() + i * ts;
     if (type == DType::F32) {
@@ -203,9 +210,14 @@ Tensor* OpTest::ids(const std::vector<int32_t>& ids) {
 
 double OpTest::at(const Tensor* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) const {
   const Tensor* base = t->view_src ? t->view_src : t;
-  const size_t off = (t->view_src ? t->view_offset : 0) + offset_of(t, i0, i1, i2, i3);
+  const int64_t block = dtype_traits(t->type).block_size;  // quantized: element i0 of its block
+  const size_t off = (t->view_src ? t->view_offset : 0) + offset_of(t, i0 / block, i1, i2, i3);
   for (const auto& m : memory_) {
-    if (m->tensor == base && !m->init.empty()) return load(t->type, m->init.data() + off);
+    if (m->tensor != base || m->init.empty()) continue;
+    if (block == 1) return load(t->type, m->init.data() + off);
+    std::vector<float> values(static_cast<size_t>(block));
+    quant::dequantize_rows(t->type, m->init.data() + off, values.data(), 1, block);
+    return values[size_t(i0 % block)];
   }
   ADD_FAILURE() << "op test: at() on a tensor that is not (a view of) a leaf";
   return 0;

@@ -57,7 +57,8 @@ class OpTest {
   /// check()/run().
   void set_in_place(bool in_place) { in_place_ = in_place; }
 
-  /// A leaf filled with uniform values in [lo, hi], rounded to its type.
+  /// A leaf filled with uniform values in [lo, hi], rounded to its type (a block-quantized
+  /// type: each row quantized as src/quant does; ne[0] a multiple of the block).
   Tensor* input(DType type, const Shape& ne, float lo = -1.0f, float hi = 1.0f);
   /// An input of logical shape ne laid out as `layout` (a view of a leaf unless contiguous).
   Tensor* input(DType type, const Shape& ne, Layout layout, float lo = -1.0f, float hi = 1.0f);
@@ -66,7 +67,8 @@ class OpTest {
   /// An I32 leaf [n] with the given ids.
   Tensor* ids(const std::vector<int32_t>& ids);
 
-  /// Element (i0..i3) of a leaf, or of a view of a leaf, as it is before compute.
+  /// Element (i0..i3) of a leaf, or of a view of a leaf, as it is before compute (a
+  /// quantized element: its block's dequantized value).
   double at(const Tensor* t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0) const;
 
   /// Runs the graph of `out` under every vector level and with 1, 2, 3 threads; checks

@@ -16,12 +16,13 @@ struct Column {
 };
 constexpr Column kColumns[] = {
     {"model", "TEXT"},           {"size_bytes", "INTEGER"},          {"params", "INTEGER"},
-    {"threads", "INTEGER"},      {"n_prompt", "INTEGER"},            {"n_gen", "INTEGER"},
+    {"threads", "INTEGER"},      {"type_k", "TEXT"},                 {"type_v", "TEXT"},
+    {"n_prompt", "INTEGER"},            {"n_gen", "INTEGER"},
     {"n_depth", "INTEGER"},      {"test", "TEXT"},                   {"reps", "INTEGER"},
     {"tokens_per_second", "REAL"}, {"stddev", "REAL"},               {"samples_ts", "TEXT"},
     {"decode_bytes", "REAL"},    {"bandwidth_gbs", "REAL"},          {"roofline_tokens_per_second", "REAL"},
     {"roofline_ratio", "REAL"},  {"roofline_ratio_stddev", "REAL"},  {"fits_in_cache", "INTEGER"},
-    {"peak_rss_mib", "REAL"},
+    {"peak_rss_mib", "REAL"},    {"kv_cache_bytes", "INTEGER"},
 };
 
 double mean_of(const json& values) {
@@ -102,12 +103,27 @@ void print_roofline(const json& r, const BenchReport& report) {
 }
 
 void print_md(const BenchReport& report) {
-  std::printf("| model | size | params | threads | test | t/s |\n|---|---:|---:|---:|---:|---:|\n");
+  // The cache types get columns when a test has other than the default (f16), as in
+  // llama-bench's table; the cache bytes with --memory.
+  bool types = false, kv_bytes = false;
   for (const json& r : report.rows) {
-    std::printf("| %s | %s | %s | %d | %s | %.2f ± %.2f |\n", r["model"].get<std::string>().c_str(),
+    types = types || r.value("type_k", "f16") != "f16" || r.value("type_v", "f16") != "f16";
+    kv_bytes = kv_bytes || r.contains("kv_cache_bytes");
+  }
+  std::printf("| model | size | params | threads |%s%s test | t/s |\n|---|---:|---:|---:|%s%s---:|---:|\n",
+              types ? " type_k | type_v |" : "", kv_bytes ? " kv cache |" : "", types ? "---|---|" : "",
+              kv_bytes ? "---:|" : "");
+  for (const json& r : report.rows) {
+    std::string extra;  // appended piece by piece: GCC 12 warns (-Wrestrict) on "x" + std::string temporaries
+    if (types) {
+      extra.append(" ").append(r.value("type_k", std::string("f16")));
+      extra.append(" | ").append(r.value("type_v", std::string("f16"))).append(" |");
+    }
+    if (kv_bytes) extra.append(" ").append(human(r.value("kv_cache_bytes", 0.0), true)).append(" |");
+    std::printf("| %s | %s | %s | %d |%s %s | %.2f ± %.2f |\n", r["model"].get<std::string>().c_str(),
                 human(r["size_bytes"].get<double>(), true).c_str(), human(r["params"].get<double>(), false).c_str(),
-                r["threads"].get<int>(), r["test"].get<std::string>().c_str(), r["tokens_per_second"].get<double>(),
-                r["stddev"].get<double>());
+                r["threads"].get<int>(), extra.c_str(), r["test"].get<std::string>().c_str(),
+                r["tokens_per_second"].get<double>(), r["stddev"].get<double>());
   }
   if (report.peak_rss_mib) std::printf("\npeak RSS: %.1f MiB\n", *report.peak_rss_mib);
   for (const json& r : report.rows) {

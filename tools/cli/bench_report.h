@@ -10,8 +10,9 @@
 
 namespace tessera::cli {
 
-/// One object per test: model, size_bytes, params, threads, n_prompt, n_gen, n_depth,
-/// test, reps, tokens_per_second, stddev, samples; a tg test with paired bandwidth probes
+/// One object per test: model, size_bytes, params, threads, type_k, type_v (the KV cache
+/// types), n_prompt, n_gen, n_depth, test, reps, tokens_per_second, stddev, samples;
+/// with --memory kv_cache_bytes; a tg test with paired bandwidth probes
 /// also decode_bytes, bandwidth_gbs (per repetition), roofline_tokens_per_second (per
 /// repetition), roofline_ratio, roofline_ratio_stddev, roofline_ratio_samples,
 /// fits_in_cache.

@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <tuple>
 
 #include "cli/bench_memory.h"
 #include "cli/bench_report.h"
@@ -33,6 +34,8 @@ struct BenchOptions {
   std::vector<std::string> n_gen{"128"};
   std::vector<std::string> threads;  // empty: default_threads()
   std::vector<std::string> depth{"0"};
+  std::vector<std::string> type_k{"f16"};  // -ctk, -ctv: cache type names
+  std::vector<std::string> type_v{"f16"};
   int reps = 5;
   int64_t ctx = 0;
   std::string output = "md";
@@ -43,6 +46,7 @@ struct BenchOptions {
 /// The expanded lists of the options.
 struct Grid {
   std::vector<int64_t> prompts, gens, threads, depths;
+  std::vector<DType> types_k, types_v;
 };
 
 Result<Grid> expand(const BenchOptions& o) {
@@ -57,6 +61,16 @@ Result<Grid> expand(const BenchOptions& o) {
   TESSERA_RETURN_IF_ERROR(list(o.n_prompt, "-p/--n-prompt", 0, 1 << 16, g.prompts));
   TESSERA_RETURN_IF_ERROR(list(o.n_gen, "-n/--n-gen", 0, 1 << 16, g.gens));
   TESSERA_RETURN_IF_ERROR(list(o.depth, "-d/--n-depth", 0, 1 << 20, g.depths));
+  auto types = [](const std::vector<std::string>& v, const char* flag, std::vector<DType>& out) -> Status {
+    for (const std::string& name : v) {
+      Result<DType> t = cache_type(name, flag);
+      if (!t) return t.status();
+      if (std::find(out.begin(), out.end(), *t) == out.end()) out.push_back(*t);
+    }
+    return Status::ok();
+  };
+  TESSERA_RETURN_IF_ERROR(types(o.type_k, "-ctk/--cache-type-k", g.types_k));
+  TESSERA_RETURN_IF_ERROR(types(o.type_v, "-ctv/--cache-type-v", g.types_v));
   if (o.threads.empty()) {
     g.threads = {default_threads()};
   } else {
@@ -138,10 +152,10 @@ std::string model_label(const BenchOptions& o, const std::vector<AdapterSpec>& a
 }
 
 /// Bytes one generated token reads: the weights, plus the KV cache cells it attends to
-/// (on average the depth and half of the generated tokens).
-double bytes_per_token(const ModelInfo& info, DType kv_type, int64_t depth, int64_t n_gen) {
-  const double kv_cell = double(info.n_layer) * 2.0 * double(info.n_embd / info.n_head * info.n_head_kv) *
-                         double(dtype_traits(kv_type).type_size);
+/// (on average the depth and half of the generated tokens), a cell being what the
+/// cache holds per cell (kv_cache_bytes / n_ctx).
+double bytes_per_token(const ModelInfo& info, const Context& ctx, int64_t depth, int64_t n_gen) {
+  const double kv_cell = double(ctx.kv_cache_bytes()) / double(ctx.n_ctx());
   return double(info.decode_bytes) + kv_cell * (double(depth) + double(n_gen) / 2.0);
 }
 
@@ -165,7 +179,7 @@ void add_roofline(nlohmann::json& row, const Samples& r, double bytes, uint64_t 
 
 /// The context for one thread count: large enough for every test of the grid.
 Result<std::unique_ptr<Context>> bench_context(const Model& model, const BenchOptions& o, const Grid& g,
-                                               int64_t threads) {
+                                               int64_t threads, DType type_k, DType type_v) {
   int64_t max_p = 1, max_test = 1, max_d = 0;
   for (int64_t p : g.prompts) max_p = std::max(max_p, p);
   for (int64_t n : g.gens) max_test = std::max(max_test, n);
@@ -174,6 +188,8 @@ Result<std::unique_ptr<Context>> bench_context(const Model& model, const BenchOp
   ContextParams cp;
   cp.n_threads = int(threads);
   cp.n_ubatch = o.ubatch;
+  cp.type_k = type_k;
+  cp.type_v = type_v;
   cp.n_batch = std::max({max_p, std::min<int64_t>(max_d, 512), int64_t(1)});
   const int64_t needed = max_d + max_test;
   cp.n_ctx = o.ctx > 0 ? o.ctx : needed;
@@ -205,8 +221,16 @@ int run_bench(const BenchOptions& o) {
   const ModelInfo& info = (*model)->info();
   BenchReport report;
   report.cache_bytes = last_level_cache_bytes();
+  std::vector<std::tuple<int64_t, DType, DType>> contexts;  // every thread count and pair of cache types
   for (const int64_t threads : grid->threads) {
-    Result<std::unique_ptr<Context>> ctx = bench_context(**model, o, *grid, threads);
+    for (const DType k : grid->types_k) {
+      for (const DType v : grid->types_v) contexts.emplace_back(threads, k, v);
+    }
+  }
+  for (const std::tuple<int64_t, DType, DType>& c : contexts) {
+    const int64_t threads = std::get<0>(c);
+    const DType type_k = std::get<1>(c), type_v = std::get<2>(c);
+    Result<std::unique_ptr<Context>> ctx = bench_context(**model, o, *grid, threads, type_k, type_v);
     if (!ctx) return fail(ctx.status().message());
     auto add_row = [&](int64_t n_p, int64_t n_g, int64_t depth) -> Status {
       const bool pair = o.bandwidth && n_p == 0;
@@ -216,11 +240,13 @@ int run_bench(const BenchOptions& o) {
       const std::string at = depth > 0 ? " @ d" + std::to_string(depth) : "";
       nlohmann::json row = {{"model", model_label(o, mp->adapters)},
                             {"size_bytes", info.weight_bytes}, {"params", info.n_params},
-                            {"threads", threads}, {"n_prompt", n_p}, {"n_gen", n_g}, {"n_depth", depth},
+                            {"threads", threads}, {"type_k", dtype_name(type_k)}, {"type_v", dtype_name(type_v)},
+                            {"n_prompt", n_p}, {"n_gen", n_g}, {"n_depth", depth},
                             {"test", (n_p > 0 ? "pp" + std::to_string(n_p) : "tg" + std::to_string(n_g)) + at},
                             {"reps", o.reps}, {"tokens_per_second", s.mean}, {"stddev", s.stddev},
                             {"samples", r->tps}};
-      if (pair) add_roofline(row, *r, bytes_per_token(info, DType::F16, depth, n_g), report.cache_bytes);
+      if (pair) add_roofline(row, *r, bytes_per_token(info, **ctx, depth, n_g), report.cache_bytes);
+      if (o.memory) row["kv_cache_bytes"] = (*ctx)->kv_cache_bytes();
       report.rows.push_back(std::move(row));
       return Status::ok();
     };
@@ -253,7 +279,7 @@ Command add_bench(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Measure prompt processing (pp) and generation (tg) speed in tokens/s, as llama-bench");
   cmd->description(cmd->get_description() +
-                   ". -p, -n, -t and -d take lists, as llama-bench: 128,512 (or the flag given again), ranges "
+                   ". -p, -n, -t, -d, -ctk and -ctv take lists, as llama-bench: 128,512 (or the flag given again), ranges "
                    "FIRST-LAST, FIRST-LAST+STEP, FIRST-LAST*FACTOR; every combination is a test.");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
@@ -274,9 +300,20 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("-d,--n-depth", o->depth, "tokens already in the context when each test starts (decoded untimed)")
       ->delimiter(',')
       ->capture_default_str();
+  cmd->add_option("--cache-type-k", o->type_k,  // also -ctk (main.cpp)
+                  "-ctk T,...: KV cache types of the keys (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl), a list")
+      ->delimiter(',')
+      ->check(cache_type_validator())
+      ->capture_default_str();
+  cmd->add_option("--cache-type-v", o->type_v, "-ctv T,...: KV cache types of the values, a list")
+      ->delimiter(',')
+      ->check(cache_type_validator())
+      ->capture_default_str();
   cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test (after one warm-up)")->check(NumberRange(1, 1000));
   cmd->add_option("-o,--output", o->output, "output format: md, csv, json, jsonl or sql")->capture_default_str();
-  cmd->add_flag("--memory", o->memory, "also report the peak resident memory");
+  cmd->add_flag("--memory", o->memory,
+                "also report the peak resident memory, and each test's KV cache bytes (its -c cells, keys and values, "
+                "in the cache types of the test)");
   cmd->add_flag("--bandwidth", o->bandwidth,
                 "without -m: measure memory read bandwidth only; with -m: bracket each tg repetition with "
                 "bandwidth probes and report tg against its roofline (bandwidth / bytes read per token), saying "

@@ -112,6 +112,7 @@ Result<Chat> open_chat(const ChatOptions& o) {
   ContextParams cp;
   cp.n_ctx = o.ctx;
   cp.n_threads = o.threads;
+  TESSERA_RETURN_IF_ERROR(apply_cache_types(o.cache_types, cp.type_k, cp.type_v));
   Result<std::unique_ptr<Context>> ctx = Context::create(*c.model, cp);
   if (!ctx) return ctx.status();
   c.ctx = std::move(*ctx);
@@ -323,6 +324,7 @@ Command add_chat(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
+  add_cache_type_options(cmd, o->cache_types);
   cmd->add_option("--system", o->system, "system message that opens the conversation");
   CLI::Option* n_predict =
       cmd->add_option("-n,--n-predict", o->n_predict,

@@ -18,6 +18,7 @@ namespace {
 
 struct EmbedOptions {
   PlacementOptions placement;  // --layers, --mpi, --mpi-layers
+  CacheTypeOptions cache_types;  // -ctk, -ctv
   std::string model;
   std::string prompt;
   std::string query;  // with a reranker: score the pair (query, prompt)
@@ -63,6 +64,7 @@ int run_embed(const EmbedOptions& o) {
   cp.n_ctx = int64_t(tokens.size());
   cp.n_batch = int64_t(tokens.size());  // one forward pass
   cp.embeddings = true;
+  if (Status st = apply_cache_types(o.cache_types, cp.type_k, cp.type_v); !st) return usage_error("embed: " + st.message());
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
   Batch batch;
@@ -101,6 +103,7 @@ Command add_embed(CLI::App& app) {
                "norm; an encoder's last layer) of its tokens, BOS ([CLS], [SEP]) included, pooled into one vector");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
+  add_cache_type_options(cmd, o->cache_types);
   cmd->add_option("-p,--prompt", o->prompt, "text to embed (tokenized with the model's tokenizer, BOS added)")
       ->required();
   cmd->add_option("--pooling", o->pooling,

@@ -20,6 +20,7 @@ struct ImatrixOptions {
   std::string file;
   std::string out = "imatrix.dat";
   ImatrixParams params;
+  CacheTypeOptions cache_types;  // -ctk, -ctv
   bool no_ppl = false;
 };
 
@@ -31,6 +32,9 @@ int run_imatrix(ImatrixOptions o) {
   std::string text = buffer.str();
   if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f does
 
+  if (Status st = apply_cache_types(o.cache_types, o.params.type_k, o.params.type_v); !st) {
+    return usage_error("imatrix: " + st.message());
+  }
   Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, ModelParams{});
   if (!model) return fail(model.status().message());
   const int64_t n_train = (*model)->info().n_ctx_train;
@@ -95,6 +99,7 @@ Command add_imatrix(CLI::App& app) {
                   "tokens per forward pass (at most -c; each pass is one call of every matrix)")
       ->capture_default_str()
       ->check(NumberRange(int64_t(1), int64_t(1) << 20));
+  add_cache_type_options(cmd, o->cache_types);
   cmd->add_option("-t,--threads", o->params.n_threads, "CPU threads (does not change the result)")
       ->check(NumberRange(1, 512));
   cmd->add_option("--chunks", o->params.max_chunks, "evaluate at most this many chunks (default: all)")

@@ -17,6 +17,7 @@ namespace {
 
 struct LogitsOptions {
   PlacementOptions placement;  // --layers, --mpi, --mpi-layers
+  CacheTypeOptions cache_types;  // -ctk, -ctv
   std::string model;
   std::string prompt_ids;
   std::string prompt;
@@ -77,7 +78,8 @@ int run_logits(const LogitsOptions& o) {
   ContextParams cp;
   cp.n_threads = o.threads;
   cp.n_batch = o.batch;
-  cp.kv_type = o.kv_f32 ? DType::F32 : DType::F16;
+  if (Status st = apply_cache_types(o.cache_types, cp.type_k, cp.type_v); !st) return usage_error("logits: " + st.message());
+  if (o.kv_f32) cp.type_k = cp.type_v = DType::F32;
   // Exactly what the prompt and the continuation need, even past the training context
   // (as the reference engine allows; quality beyond it is the model's business).
   cp.n_ctx = int64_t(prompt.size()) + o.n_predict;
@@ -117,13 +119,14 @@ Command add_logits(CLI::App& app) {
                 "(the schema of the golden reference files)");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
+  add_cache_type_options(cmd, o->cache_types);
   auto* ids = cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids (BOS included)");
   auto* text = cmd->add_option("-p,--prompt", o->prompt, "prompt text (tokenized with the model's tokenizer, BOS added)");
   ids->excludes(text);
   cmd->add_option("-n,--n-predict", o->n_predict, "greedy tokens to generate")->check(NumberRange(1, 1 << 20));
   cmd->add_option("-t,--threads", o->threads, "CPU threads")->check(NumberRange(1, 512));
   cmd->add_option("-b,--batch", o->batch, "prompt tokens per forward pass")->check(NumberRange(1, 1 << 20));
-  cmd->add_flag("--kv-f32", o->kv_f32, "keep the KV cache in F32 (default F16, as the reference engine)");
+  cmd->add_flag("--kv-f32", o->kv_f32, "keep the KV cache in F32 (the same as -ctk f32 -ctv f32)");
   return {cmd, [o, ids, text] {
             if (ids->count() == 0 && text->count() == 0) {
               return fail("logits: give --prompt-ids or --prompt");

@@ -16,6 +16,7 @@ struct PerplexityOptions {
   std::string model;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
   PlacementOptions placement;     // --layers, --mpi, --mpi-layers
+  CacheTypeOptions cache_types;  // -ctk, -ctv
   std::string file;
   PerplexityParams params;
 };
@@ -32,6 +33,9 @@ int run_perplexity(PerplexityOptions o) {
   std::string text = buffer.str();
   if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama.cpp's -f does
 
+  if (Status st = apply_cache_types(o.cache_types, o.params.type_k, o.params.type_v); !st) {
+    return usage_error("perplexity: " + st.message());
+  }
   Result<ModelParams> mp = model_params(o.lora);
   if (mp) apply_placement(o.placement, *mp);
   if (!mp) return fail(mp.status().message());
@@ -83,6 +87,7 @@ Command add_perplexity(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
+  add_cache_type_options(cmd, o->cache_types);
   cmd->add_option("-f,--file", o->file,
                   "text file to score (one trailing newline is dropped, as llama.cpp does)")
       ->required()

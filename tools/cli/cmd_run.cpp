@@ -29,6 +29,7 @@ struct RunOptions {
   std::string model;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
   PlacementOptions placement;     // --layers, --mpi, --mpi-layers
+  CacheTypeOptions cache_types;  // -ctk, -ctv
   std::string prompt;
   std::string prompt_file;  // -f: the prompt from a file (its last newline dropped)
   bool escape = false;      // -e: \n, \t, \\, \", \', \xNN in the prompt
@@ -210,6 +211,7 @@ int run_generate(const RunOptions& o) {
   cp.n_ctx = context_size(o, **model, prompt.size());
   cp.n_batch = o.batch;
   cp.n_ubatch = o.ubatch;
+  if (Status st = apply_cache_types(o.cache_types, cp.type_k, cp.type_v); !st) return usage_error("run: " + st.message());
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
   Context& c = **ctx;
@@ -340,6 +342,7 @@ int run_chat_instead(const RunOptions& o, bool n_predict_given) {
   chat.model = o.model;
   chat.lora = o.lora;
   chat.placement = o.placement;
+  chat.cache_types = o.cache_types;
   chat.n_predict = n_predict_given ? std::max(o.n_predict, -1) : -1;
   chat.n_predict_given = n_predict_given;
   chat.threads = o.threads;
@@ -443,6 +446,7 @@ Command add_run(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
+  add_cache_type_options(cmd, o->cache_types);
   CLI::Option* prompt = cmd->add_option(
       "-p,--prompt", o->prompt,
       "prompt text; else -f, else what stdin holds when it is not a terminal; on a terminal without "

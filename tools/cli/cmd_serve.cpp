@@ -17,6 +17,7 @@ struct ServeFlags {
   std::string api_key_file;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
   PlacementOptions placement;     // -ngl, --device, --layers, --mpi, --mpi-layers
+  CacheTypeOptions cache_types;   // -ctk, -ctv
   bool no_webui = false;
   bool no_prefix_cache = false;
   bool jinja_accepted = false;  // --jinja: nothing to change
@@ -34,6 +35,7 @@ int run_serve(ServeFlags& f) {
   f.o.mpi_layers = f.placement.mpi_layers;
   f.o.n_gpu_layers = f.placement.n_gpu_layers;
   f.o.device = f.placement.device;
+  if (Status st = apply_cache_types(f.cache_types, f.o.type_k, f.o.type_v); !st) return usage_error("serve: " + st.message());
   if (!f.api_key_file.empty()) {
     Result<std::vector<std::string>> keys = server::read_api_key_file(f.api_key_file);
     if (!keys) return fail(keys.status().message());
@@ -126,6 +128,7 @@ void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("-m,--model", f.o.model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, f.lora);
   add_placement_options(cmd, f.placement);
+  add_cache_type_options(cmd, f.cache_types);
   cmd->add_option("--parallel", f.o.n_parallel, "(also -np) sequences decoded together (slots); a request "
                                                "with n choices takes n")
       ->capture_default_str()

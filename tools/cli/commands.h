@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tessera/dtype.h"
 #include "tessera/model.h"
 #include "tessera/speculative.h"
 
@@ -101,6 +102,21 @@ std::string model_option_help();
 std::string model_file_name(const std::string& path);
 /// Model::load's parameters for --lora values.
 Result<ModelParams> model_params(const std::vector<std::string>& lora);
+
+/// -ctk/--cache-type-k and -ctv/--cache-type-v (cache_type_option.cpp): the KV cache's
+/// types by name (kv_cache_types(): f32, f16, bf16, q8_0, ...), f16 by default.
+struct CacheTypeOptions {
+  std::string k = "f16";
+  std::string v = "f16";
+};
+void add_cache_type_options(CLI::App* cmd, CacheTypeOptions& o);
+/// The type named `name`; an error naming `flag` and the types for any other name.
+Result<DType> cache_type(const std::string& name, const std::string& flag);
+/// A CLI11 check that a value (each value of a list) names a cache type.
+CLI::Validator cache_type_validator();
+/// Sets type_k and type_v (ContextParams and the parameters of perplexity, imatrix and
+/// the server) from the options.
+Status apply_cache_types(const CacheTypeOptions& o, DType& type_k, DType& type_v);
 
 /// --layers, --mpi and --mpi-layers (placement_option.cpp).
 struct PlacementOptions {

@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
       {"-np", "--parallel"},    {"-ngl", "--n-gpu-layers"}, {"-cnv", "--conversation"},
       {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"},
       {"-md", "--model-draft"},
+      {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
   };
   static std::vector<std::string> rewritten;  // argv keeps pointers into it
   rewritten.reserve(size_t(argc));

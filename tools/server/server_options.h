@@ -22,6 +22,8 @@ struct ServerOptions {
   std::vector<int64_t> mpi_layers;    // --mpi-layers
   int n_gpu_layers = 0;               // -ngl (ModelParams::n_gpu_layers)
   int device = 0;                     // --device
+  DType type_k = DType::F16;          // -ctk/--cache-type-k
+  DType type_v = DType::F16;          // -ctv/--cache-type-v
   std::string host = "127.0.0.1";
   int port = 8080;    // 0: any free port
   int n_parallel = 4;

@@ -27,17 +27,36 @@ Shape3 shape_of(const Tensor* node) {
   return {q->ne[0], q->ne[1], q->ne[2], k->ne[1], k->ne[2], q->ne[2] / k->ne[2], node->src[2]->ne[0]};
 }
 
-// A KV head's query rows fit one tile (decode), an F16 cache, and a level that reads
-// it directly: each head's cells are then read by one tile only, and no F32 copy is made.
+// How the tiles get their keys and values (F32 rows, or F16 ones for tile_f16):
+//  - direct F16: a KV head's query rows fit one tile (decode), both caches are F16, and
+//    the level reads F16 itself: each head's cells are read by one tile only, and no F32
+//    copy is made;
+//  - whole F16: both caches F16 otherwise: prepare converts the window to F32 once,
+//    split over cells, as every tile of a head reads it again;
+//  - per head: any other type not F32 (BF16, the block-quantized types, F16 beside
+//    another type): each thread converts the cells of the KV head it works on into its
+//    own scratch, [lo, hi) as the tiles ask for them, and keeps them while its next items
+//    are tiles of the same head. There is never a converted copy of the whole cache, and
+//    the tile kernels stay those of the F32 cache, fast at every level; a dot product
+//    on the quantized blocks would need a kernel per format per level and, for the
+//    values, a weighted sum of rows that are dequantized anyway. A tile's conversion
+//    costs n * d conversions against its 2 * rows * n * d multiply-adds of the scores
+//    and the sum.
+//  - F32: read in place.
 bool reads_f16(const Tensor* node) {
   const Shape3 s = shape_of(node);
-  return std::get<AttentionParams>(node->params).softcap == 0.0f && node->src[1]->type == DType::F16 && s.group * s.n_tokens <= kAttnRows &&
-         attn_kernels().tile_f16 != nullptr;
+  return std::get<AttentionParams>(node->params).softcap == 0.0f && node->src[1]->type == DType::F16 &&
+         node->src[2]->type == DType::F16 && s.group * s.n_tokens <= kAttnRows && attn_kernels().tile_f16 != nullptr;
 }
 
-// K and V in F32: the cache itself when it is F32, else converted copies (prepare) of
-// the F16 cache (the only other type supported), unless the tiles read it directly.
-bool needs_conversion(const Tensor* node) { return node->src[1]->type != DType::F32 && !reads_f16(node); }
+bool converts_whole(const Tensor* node) {
+  return node->src[1]->type == DType::F16 && node->src[2]->type == DType::F16 && !reads_f16(node);
+}
+
+// src[which] (keys 1, values 2) is converted per head into thread scratch.
+bool converts_per_head(const Tensor* node, int which) {
+  return node->src[which]->type != DType::F32 && !converts_whole(node) && !reads_f16(node);
+}
 
 // The F32 copy of the keys (which 1) or the values (2).
 size_t converted_bytes(const Shape3& s, int which) {
@@ -49,6 +68,11 @@ char* converted_area(const KernelParams& p, const Shape3& s, int which) {
   return align64(p.work) + (which == 2 ? converted_bytes(s, 1) : 0);
 }
 
+// Bytes of a thread's converted cells of one KV head of src[which] (0 unless per head).
+size_t head_bytes(const Tensor* node, const Shape3& s, int which) {
+  return converts_per_head(node, which) ? round_up(size_t(s.n_kv * s.dim(which)) * sizeof(float)) : 0;
+}
+
 bool uses_alibi(const Tensor* node) { return std::get<AttentionParams>(node->params).max_bias > 0; }
 
 // Per thread: the scaled query rows of a tile, the tile kernel's scratch, then (ALiBi)
@@ -56,23 +80,67 @@ bool uses_alibi(const Tensor* node) { return std::get<AttentionParams>(node->par
 size_t thread_bytes(const Tensor* node, const Shape3& s) {
   const size_t alibi = uses_alibi(node) ? round_up(size_t(kAttnRows * s.n_kv) * sizeof(float)) : 0;
   return round_up(size_t(kAttnRows * s.hd) * sizeof(float)) +
-         round_up(attn_scratch_floats(s.n_kv, std::max(s.hd, s.vd)) * sizeof(float)) + alibi;
+         round_up(attn_scratch_floats(s.n_kv, std::max(s.hd, s.vd)) * sizeof(float)) + alibi +
+         head_bytes(node, s, 1) + head_bytes(node, s, 2);
 }
 
-struct Kv {
-  const float* base;
-  size_t row;   // floats between cells
-  size_t head;  // floats between KV heads
-};
-
-Kv kv_of(const Tensor* node, int which, const KernelParams& p, const Shape3& s) {
-  const Tensor* t = node->src[which];
-  if (!needs_conversion(node)) {
-    return {static_cast<const float*>(t->data), t->nb[1] / sizeof(float), t->nb[2] / sizeof(float)};
+// Where a tile finds the F32 rows of K (which 1) or V (2) for cells [lo, hi) of a KV
+// head: the cache itself (F32), its whole copy (whole F16, made by prepare), or this
+// thread's conversion of the head's cells (per head), which grows to cover [lo, hi) and
+// is kept while the thread's next items are tiles of the same head.
+class KvRows {
+ public:
+  KvRows(const Tensor* node, int which, const KernelParams& p, const Shape3& s, float* head_buf)
+      : t_(node->src[which]), d_(s.dim(which)), per_head_(converts_per_head(node, which)), buf_(head_buf) {
+    if (converts_whole(node)) {
+      base_ = reinterpret_cast<const float*>(converted_area(p, s, which));
+      row_ = size_t(s.n_head_kv * d_);
+      head_ = size_t(d_);
+    } else if (t_->type == DType::F32) {
+      base_ = static_cast<const float*>(t_->data);
+      row_ = t_->nb[1] / sizeof(float);
+      head_ = t_->nb[2] / sizeof(float);
+    }
   }
-  const int64_t d = s.dim(which);
-  return {reinterpret_cast<const float*>(converted_area(p, s, which)), size_t(s.n_head_kv * d), size_t(d)};
-}
+
+  /// Cell lo's row of head hk; *stride: floats between cells.
+  const float* rows(int64_t hk, int64_t lo, int64_t hi, size_t* stride) {
+    if (!per_head_) {
+      *stride = row_;
+      return base_ + size_t(hk) * head_ + size_t(lo) * row_;
+    }
+    if (hk != cur_head_ || lo_ >= hi_) {
+      cur_head_ = hk;
+      convert(lo, hi);
+      lo_ = lo;
+      hi_ = hi;
+    } else {
+      if (lo < lo_) convert(lo, lo_);
+      if (hi > hi_) convert(hi_, hi);
+      lo_ = std::min(lo_, lo);
+      hi_ = std::max(hi_, hi);
+    }
+    *stride = size_t(d_);
+    return buf_ + size_t(lo) * size_t(d_);
+  }
+
+ private:
+  void convert(int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      float* dst = buf_ + size_t(c) * size_t(d_);
+      const float* row = read_row(t_, c, cur_head_, 0, dst);
+      if (row != dst) std::copy(row, row + d_, dst);
+    }
+  }
+
+  const Tensor* t_;
+  int64_t d_;
+  bool per_head_;
+  float* buf_;  // per head: cell c of the head at buf_ + c * d_
+  const float* base_ = nullptr;
+  size_t row_ = 0, head_ = 0;
+  int64_t cur_head_ = -1, lo_ = 0, hi_ = 0;
+};
 
 // Cells [lo, hi) outside of which every row of the tile is masked.
 void visible_range(const Tensor* mask, const int64_t* tokens, int n, int64_t n_kv, int64_t* lo,
@@ -100,26 +168,30 @@ bool attention_supports(const Tensor* node) {
   const Tensor* k = node->src[1];
   const Tensor* v = node->src[2];
   const Tensor* mask = node->src[3];
-  const bool kv_ok = (k->type == DType::F32 || k->type == DType::F16) && k->type == v->type &&
-                     k->nb[0] == dtype_traits(k->type).type_size && v->nb[0] == k->nb[0];
-  const bool aligned = k->type != DType::F32 ||
-                       (k->nb[1] % sizeof(float) == 0 && k->nb[2] % sizeof(float) == 0 &&
-                        v->nb[1] % sizeof(float) == 0 && v->nb[2] % sizeof(float) == 0);
+  // Any type whose rows convert to float (a quantized one in whole blocks per head),
+  // K and V each its own; F32 rows are read in place, so their strides are whole floats.
+  auto readable = [](const Tensor* t) {
+    const DTypeTraits& tr = dtype_traits(t->type);
+    const bool f32_aligned = t->type != DType::F32 || (t->nb[1] % sizeof(float) == 0 && t->nb[2] % sizeof(float) == 0);
+    return rows_readable(t) && t->nb[0] == tr.type_size && t->ne[0] % tr.block_size == 0 && f32_aligned;
+  };
+  const bool kv_ok = readable(k) && readable(v);
   return node->type == DType::F32 && node->is_contiguous() && q->type == DType::F32 &&
-         q->nb[0] == sizeof(float) && kv_ok && aligned &&
+         q->nb[0] == sizeof(float) && kv_ok &&
          (!mask || (mask->type == DType::F32 && mask->nb[0] == sizeof(float)));
 }
 
 size_t attention_work_size(const Tensor* node, int nth) {
   const Shape3 s = shape_of(node);
-  const size_t conv = needs_conversion(node) ? converted_bytes(s, 1) + converted_bytes(s, 2) : 0;
+  const size_t conv = converts_whole(node) ? converted_bytes(s, 1) + converted_bytes(s, 2) : 0;
   return kAlign + conv + size_t(nth) * thread_bytes(node, s);
 }
 
-// Converts K and V to F32, laid out [cell][head][head_dim], split over cells. A cell's
-// heads are usually adjacent in the cache row: then one conversion call per cell.
+// Converts K and V to F32 (whole F16), laid out [cell][head][head_dim], split over
+// cells. A cell's heads are usually adjacent in the cache row: then one conversion call
+// per cell.
 bool attention_prepare(Tensor* node, const KernelParams& p) {
-  if (!needs_conversion(node)) return false;
+  if (!converts_whole(node)) return false;
   const Shape3 s = shape_of(node);
   const VecKernels& vk = vec_kernels();
   int64_t c0, c1;
@@ -157,16 +229,17 @@ void attention_compute(Tensor* node, const KernelParams& p) {
   const AttentionParams ap = std::get<AttentionParams>(node->params);
   const float scale = ap.scale;
   const bool direct = reads_f16(node);
-  const Kv k = direct ? Kv{} : kv_of(node, 1, p, s);
-  const Kv v = direct ? Kv{} : kv_of(node, 2, p, s);
   const int64_t rows_per_head = s.group * s.n_tokens;
   const int64_t tiles_per_head = (rows_per_head + kAttnRows - 1) / kAttnRows;
-  char* mine = align64(p.work) + (needs_conversion(node) ? converted_bytes(s, 1) + converted_bytes(s, 2) : 0) +
+  char* mine = align64(p.work) + (converts_whole(node) ? converted_bytes(s, 1) + converted_bytes(s, 2) : 0) +
                size_t(p.ith) * thread_bytes(node, s);
   float* qbuf = reinterpret_cast<float*>(mine);
   float* scratch = reinterpret_cast<float*>(mine + round_up(size_t(kAttnRows * s.hd) * sizeof(float)));
-  float* alibi_rows = ap.max_bias > 0 ? scratch + round_up(attn_scratch_floats(s.n_kv, std::max(s.hd, s.vd)) * sizeof(float)) / sizeof(float)
-                                      : nullptr;
+  char* after_scratch = reinterpret_cast<char*>(scratch) + round_up(attn_scratch_floats(s.n_kv, std::max(s.hd, s.vd)) * sizeof(float));
+  float* alibi_rows = ap.max_bias > 0 ? reinterpret_cast<float*>(after_scratch) : nullptr;
+  char* heads_area = after_scratch + (ap.max_bias > 0 ? round_up(size_t(kAttnRows * s.n_kv) * sizeof(float)) : 0);
+  KvRows k_rows(node, 1, p, s, reinterpret_cast<float*>(heads_area));
+  KvRows v_rows(node, 2, p, s, reinterpret_cast<float*>(heads_area + head_bytes(node, s, 1)));
   const VecKernels& vk = vec_kernels();
   const AttnTileFn tile_fn = tile_of(ap, direct);
 
@@ -226,10 +299,8 @@ void attention_compute(Tensor* node, const KernelParams& p) {
       t.v16 = reinterpret_cast<const uint16_t*>(elem_ptr(vc, 0, lo, hk, 0));
       t.v_stride = vc->nb[1] / sizeof(uint16_t);
     } else {
-      t.k = k.base + size_t(hk) * k.head + size_t(lo) * k.row;
-      t.k_stride = k.row;
-      t.v = v.base + size_t(hk) * v.head + size_t(lo) * v.row;
-      t.v_stride = v.row;
+      t.k = k_rows.rows(hk, lo, hi, &t.k_stride);
+      t.v = v_rows.rows(hk, lo, hi, &t.v_stride);
     }
     t.scratch = scratch;
     t.softcap = ap.softcap;
