@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tessera/model.h"
+#include "tessera/rope_scaling.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -40,6 +41,7 @@ struct ImatrixParams {
   bool process_output = false;  // also collect output.weight
   bool compute_ppl = true;      // measure the perplexity on the way
   std::string dataset;          // the calibration text's name, stored in the file
+  RopeScalingParams rope;       // the context's RoPE scaling (tessera/rope_scaling.h)
 };
 
 /// Where the computation stands after a chunk.

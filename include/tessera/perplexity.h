@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tessera/model.h"
+#include "tessera/rope_scaling.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -30,6 +31,7 @@ struct PerplexityParams {
   int64_t n_batch = 512;    // tokens per forward pass
   int n_threads = 2;        // CPU threads
   int64_t max_chunks = -1;  // < 0: every whole chunk of the text
+  RopeScalingParams rope;   // the context's RoPE scaling (tessera/rope_scaling.h)
 };
 
 /// Where the computation stands after a chunk.

@@ -40,6 +40,7 @@
 #include "tessera/batch.h"
 #include "tessera/embedding.h"
 #include "tessera/grammar.h"
+#include "tessera/rope_scaling.h"
 #include "tessera/sampler.h"
 #include "tessera/status.h"
 
@@ -202,6 +203,7 @@ struct EngineParams {
   int n_threads = 2;
   bool embeddings = false;     // accept embedding requests (always, for an encoder model,
                                // which accepts nothing else)
+  RopeScalingParams rope;      // the context's RoPE scaling (tessera/rope_scaling.h)
 };
 
 /// Why submit() refused a request.

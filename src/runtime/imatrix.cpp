@@ -180,6 +180,7 @@ Result<ImatrixResult> compute_imatrix(const Model& model, std::string_view text,
   cp.n_batch = n_batch;
   cp.n_threads = params.n_threads;
   cp.all_logits = true;
+  cp.rope = params.rope;
   cp.matmul_observer = [](const MatmulInput& in, void* c) { static_cast<Collector*>(c)->observe(in); };
   cp.matmul_observer_data = &collector;
   Result<std::unique_ptr<Context>> ctx = Context::create(model, cp);

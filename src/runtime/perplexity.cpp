@@ -91,6 +91,7 @@ Result<PerplexityResult> perplexity(
   cp.n_batch = params.n_batch;
   cp.n_threads = params.n_threads;
   cp.all_logits = true;
+  cp.rope = params.rope;
   Result<std::unique_ptr<Context>> ctx = Context::create(model, cp);
   if (!ctx) return ctx.status();
 

@@ -75,6 +75,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineP
   cp.n_seq_max = 64;  // slots, then one id per cached prefix
   cp.n_seq_regions = p.n_parallel;
   cp.embeddings = p.embeddings;
+  cp.rope = p.rope;
   Result<std::unique_ptr<Context>> ctx = Context::create(model, cp);
   if (!ctx) return ctx.status().with_context("serving");
   auto impl = std::make_unique<EngineImpl>(model, p, std::move(*ctx));
