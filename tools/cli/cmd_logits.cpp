@@ -17,6 +17,7 @@ namespace {
 
 struct LogitsOptions {
   PlacementOptions placement;  // --layers, --mpi, --mpi-layers
+  RopeScalingParams rope;      // --rope-scaling, --rope-scale, --rope-freq-*, --yarn-*
   std::string model;
   std::string prompt_ids;
   std::string prompt;
@@ -78,6 +79,7 @@ int run_logits(const LogitsOptions& o) {
   cp.n_threads = o.threads;
   cp.n_batch = o.batch;
   cp.kv_type = o.kv_f32 ? DType::F32 : DType::F16;
+  cp.rope = o.rope;
   // Exactly what the prompt and the continuation need, even past the training context
   // (as the reference engine allows; quality beyond it is the model's business).
   cp.n_ctx = int64_t(prompt.size()) + o.n_predict;
@@ -117,6 +119,7 @@ Command add_logits(CLI::App& app) {
                 "(the schema of the golden reference files)");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
+  add_rope_options(cmd, o->rope);
   auto* ids = cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids (BOS included)");
   auto* text = cmd->add_option("-p,--prompt", o->prompt, "prompt text (tokenized with the model's tokenizer, BOS added)");
   ids->excludes(text);

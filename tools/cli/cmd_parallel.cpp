@@ -33,6 +33,7 @@ constexpr const char* kBuiltinPrompts[] = {
 
 struct ParallelOptions {
   PlacementOptions placement;  // --layers, --mpi, --mpi-layers
+  RopeScalingParams rope;      // --rope-scaling, --rope-scale, --rope-freq-*, --yarn-*
   std::string model;
   std::string prompt_file;
   int clients = 4;
@@ -272,6 +273,7 @@ int run_parallel(const ParallelOptions& o) {
   ContextParams cp;
   cp.n_threads = o.threads;
   cp.n_seq_max = o.clients;
+  cp.rope = o.rope;
   cp.n_ctx = o.ctx > 0 ? o.ctx : per_client * o.clients;
   const int64_t budget = std::min(per_client, cp.n_ctx / o.clients);
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
@@ -293,6 +295,7 @@ Command add_parallel(CLI::App& app) {
                   "holds the next token of every active client) and report the throughput");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
+  add_rope_options(cmd, o->rope);
   cmd->add_option("--clients", o->clients, "clients decoded together (sequences of one context)")
       ->check(NumberRange(1, 64));
   cmd->add_option("--requests", o->requests,

@@ -122,6 +122,7 @@ void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("-m,--model", f.o.model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, f.lora);
   add_placement_options(cmd, f.placement);
+  add_rope_options(cmd, f.o.rope);
   cmd->add_option("--parallel", f.o.n_parallel, "(also -np) sequences decoded together (slots); a request "
                                                "with n choices takes n")
       ->capture_default_str()

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tessera/model.h"
+#include "tessera/rope_scaling.h"
 
 namespace tessera::cli {
 
@@ -100,6 +101,10 @@ std::string model_option_help();
 std::string model_file_name(const std::string& path);
 /// Model::load's parameters for --lora values.
 Result<ModelParams> model_params(const std::vector<std::string>& lora);
+
+/// --rope-scaling, --rope-scale, --rope-freq-base, --rope-freq-scale and --yarn-* (rope_option.cpp),
+/// parsed into `p`; CLI11 refuses values out of range, naming the flag.
+void add_rope_options(CLI::App* cmd, RopeScalingParams& p);
 
 /// --layers, --mpi and --mpi-layers (placement_option.cpp).
 struct PlacementOptions {

@@ -135,6 +135,7 @@ Result<serving::EngineParams> engine_params(const ServerOptions& o) {
   p.prefix_cache = o.prefix_cache;
   p.n_threads = o.threads;
   p.embeddings = o.embeddings;  // an encoder model turns them on (Engine::create)
+  p.rope = o.rope;
   if (o.ctx > 0 && o.ctx_per_seq > 0) {
     if (o.ctx < int64_t(o.n_parallel) * o.ctx_per_seq) {
       return Status::error("-c " + std::to_string(o.ctx) + " is less than --parallel " + std::to_string(o.n_parallel) +
