@@ -20,6 +20,7 @@
 #include "tessera/batch.h"
 #include "tessera/dtype.h"
 #include "tessera/model.h"
+#include "tessera/rope_scaling.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -70,6 +71,8 @@ struct ContextParams {
   /// pass ends (more memory per pass). Not with a model split across MPI ranks.
   MatmulObserver matmul_observer = nullptr;
   void* matmul_observer_data = nullptr;  // passed to matmul_observer
+  RopeScalingParams rope;   // RoPE scaling over the model file's (tessera/rope_scaling.h);
+                            // the defaults keep the file's
 };
 
 /// The types a KV cache can hold (ContextParams::type_k / type_v), the reference

@@ -29,6 +29,7 @@
 
 #include "tessera/dtype.h"
 #include "tessera/model.h"
+#include "tessera/rope_scaling.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -43,6 +44,7 @@ struct ImatrixParams {
   std::string dataset;          // the calibration text's name, stored in the file
   DType type_k = DType::F16;    // the KV cache's types (ContextParams::type_k / type_v)
   DType type_v = DType::F16;
+  RopeScalingParams rope;       // the context's RoPE scaling (tessera/rope_scaling.h)
 };
 
 /// Where the computation stands after a chunk.

@@ -22,6 +22,7 @@
 
 #include "tessera/dtype.h"
 #include "tessera/model.h"
+#include "tessera/rope_scaling.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -33,6 +34,7 @@ struct PerplexityParams {
   int64_t max_chunks = -1;  // < 0: every whole chunk of the text
   DType type_k = DType::F16;  // the KV cache's types (ContextParams::type_k / type_v)
   DType type_v = DType::F16;
+  RopeScalingParams rope;   // the context's RoPE scaling (tessera/rope_scaling.h)
 };
 
 /// Where the computation stands after a chunk.

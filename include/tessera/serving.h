@@ -41,6 +41,7 @@
 #include "tessera/dtype.h"
 #include "tessera/embedding.h"
 #include "tessera/grammar.h"
+#include "tessera/rope_scaling.h"
 #include "tessera/sampler.h"
 #include "tessera/speculative.h"
 #include "tessera/status.h"
@@ -215,6 +216,7 @@ struct EngineParams {
   SpeculativeParams speculative;
   DType type_k = DType::F16;   // the KV cache's types (ContextParams::type_k / type_v)
   DType type_v = DType::F16;
+  RopeScalingParams rope;      // the context's RoPE scaling (tessera/rope_scaling.h)
 };
 
 /// Why submit() refused a request.

@@ -74,8 +74,9 @@ Status read_rope_scaling(const gguf::File& f, const std::string& p, HParams& h) 
   }
   float scaling_factor = 0.0f;  // 0: none
   TESSERA_RETURN_IF_ERROR(read_optional_float(f, p + "rope.scaling.factor", &scaling_factor, NonNegative));
-  if (scaling_factor > 0.0f && h.rope_scaling != RopeScaling::None) h.rope_freq_scale = 1.0f / scaling_factor;
-  if (!std::isfinite(h.rope_freq_scale)) {
+  if (scaling_factor > 0.0f) h.rope_freq_scale_train = 1.0f / scaling_factor;
+  if (h.rope_scaling != RopeScaling::None) h.rope_freq_scale = h.rope_freq_scale_train;
+  if (!std::isfinite(h.rope_freq_scale_train)) {
     return Status::error("model: key '" + p + "rope.scaling.factor' is too small: its inverse is not a finite float");
   }
   h.n_ctx_orig = h.n_ctx_train;

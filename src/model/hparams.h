@@ -47,11 +47,21 @@ struct HParams {
   float norm_eps = 1e-5f;  // <arch>.attention.layer_norm_epsilon
   float rope_freq_base = 10000.0f;  // <arch>.rope.freq_base
   float rope_freq_scale = 1.0f;     // 1 / <arch>.rope.scaling.factor (1 when the type is none)
+  float rope_freq_scale_train = 1.0f;  // 1 / <arch>.rope.scaling.factor, whatever the type: what
+                                       // another scaling type chosen for a context scales by
   RopeScaling rope_scaling = RopeScaling::Linear;  // <arch>.rope.scaling.type
   int64_t n_ctx_orig = 0;           // <arch>.rope.scaling.original_context_length (default
                                     // n_ctx_train): YaRN's ramp; LongRoPE's long/short choice
   float rope_attn_factor = 1.0f;    // <arch>.rope.scaling.attn_factor: multiplies cos and sin
   float rope_yarn_log_mul = 0.0f;   // <arch>.rope.scaling.yarn_log_multiplier (DeepSeek's mscale)
+  // A context's YaRN settings (RopeScalingParams, apply_rope_scaling); the defaults are the
+  // reference's, which leave the file's rope as it is.
+  float yarn_ext_factor = -1.0f;    // negative: 1 for YaRN, else 0
+  float yarn_attn_factor = 1.0f;    // times rope_attn_factor
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+  int64_t yarn_orig_ctx = 0;        // YaRN's ramp over this context (0: n_ctx_orig); LongRoPE
+                                    // still chooses by n_ctx_orig, as the reference does
   float alibi_max_bias = 0.0f;      // <arch>.attention.max_alibi_bias
   float clamp_kqv = 0.0f;           // <arch>.attention.clamp_kqv (0: none)
   int64_t n_swa = 0;                // <arch>.attention.sliding_window (0: none)
@@ -101,11 +111,13 @@ struct HParams {
   bool layer_swa(int64_t il) const { return n_swa > 0 && il % swa_period == 0; }
   /// The q.k scale of attention.
   float kq_scale() const { return attn_scale > 0 ? attn_scale : 1.0f / std::sqrt(float(head_dim)); }
-  /// The rope's YaRN parameters, as the reference's context sets them: the ramp
-  /// (ext_factor 1) only for YaRN, beta_fast 32 and beta_slow 1 (its defaults), and
-  /// rope.scaling.attn_factor on the magnitude.
+  /// The rope's YaRN parameters, as the reference's context sets them: the ramp (by
+  /// default ext_factor 1 for YaRN, else none) between beta_fast and beta_slow over the
+  /// original context, and yarn_attn_factor x rope.scaling.attn_factor on the magnitude.
   RopeYarn rope_yarn() const {
-    return {rope_scaling == RopeScaling::Yarn ? 1.0f : 0.0f, rope_attn_factor, 32.0f, 1.0f, int32_t(n_ctx_orig)};
+    const float ext = yarn_ext_factor < 0.0f ? (rope_scaling == RopeScaling::Yarn ? 1.0f : 0.0f) : yarn_ext_factor;
+    return {ext, yarn_attn_factor * rope_attn_factor, yarn_beta_fast, yarn_beta_slow,
+            int32_t(yarn_orig_ctx > 0 ? yarn_orig_ctx : n_ctx_orig)};
   }
   int64_t n_embd_kv() const { return head_dim * n_head_kv; }
   /// A cache row of values (n_embd_kv but where values have their own head size).

@@ -6,6 +6,7 @@
 #include "backend/mpi/comm.h"
 #include "backend/registry.h"
 #include "core/check.h"
+#include "model/rope_scaling.h"
 #include "runtime/context_impl.h"
 #include "runtime/mirrored_ops.h"
 #include "runtime/mpi_commands.h"
@@ -55,11 +56,12 @@ std::vector<Backend*> raw(const std::vector<std::unique_ptr<Backend>>& v) {
 
 }  // namespace
 
-ContextImpl::ContextImpl(const Model& model, const ContextParams& params,
+ContextImpl::ContextImpl(const Model& model, const ContextParams& params, HParams hparams,
                          std::vector<std::unique_ptr<Backend>> backends)
     : model_(model),
       m_(model.impl()),
       params_(params),
+      hparams_(std::move(hparams)),
       backends_(std::move(backends)),
       sched_(raw(backends_),
              [this](const Tensor* t) {
@@ -68,8 +70,9 @@ ContextImpl::ContextImpl(const Model& model, const ContextParams& params,
                auto c = cache_backend_.find(t);
                return c != cache_backend_.end() ? c->second : kAnyBackend;
              }),
-      shift_(m_.hparams, rope_factors(m_.hparams, m_.weights, params.n_ctx / params.n_seq_max), sched_),
-      graphs_(m_, sched_, params.embeddings, params.n_ctx / params.n_seq_max, params.matmul_observer != nullptr),
+      shift_(hparams_, rope_factors(hparams_, m_.weights, params.n_ctx / params.n_seq_max), sched_),
+      graphs_(m_, hparams_, sched_, params.embeddings, params.n_ctx / params.n_seq_max,
+              params.matmul_observer != nullptr),
       adapter_scales_(m_.info.adapter_scales) {}
 
 Status ContextImpl::init() {
@@ -150,13 +153,15 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
     return Status::error("context: the inputs of a model's matrices cannot be observed when its layers are "
                          "split across MPI ranks");
   }
+  Result<HParams> hparams = apply_rope_scaling(model.impl().hparams, p.rope);
+  if (!hparams) return hparams.status().with_context("context");
   Result<std::vector<std::unique_ptr<Backend>>> backends = make_backends(model.impl().placement, p.n_threads);
   if (!backends) return backends.status();
   const int model_id = model.impl().mpi_id;
   static int next_id = 0;
   const int id = model_id >= 0 ? next_id++ : -1;
   if (model_id >= 0) TESSERA_RETURN_IF_ERROR(mpi::send_command(encode_create_context(model_id, id, p)));
-  auto impl = std::make_unique<ContextImpl>(model, p, std::move(*backends));
+  auto impl = std::make_unique<ContextImpl>(model, p, std::move(*hparams), std::move(*backends));
   Status made = impl->init();
   if (model_id >= 0) {
     impl->mpi_id_ = id;  // freed on every rank with the context

@@ -19,7 +19,9 @@ namespace tessera {
 
 class ContextImpl {
  public:
-  ContextImpl(const Model& model, const ContextParams& params, std::vector<std::unique_ptr<Backend>> backends);
+  /// `hparams`: the model's with the context's RoPE scaling (apply_rope_scaling).
+  ContextImpl(const Model& model, const ContextParams& params, HParams hparams,
+              std::vector<std::unique_ptr<Backend>> backends);
 
   Status init();
   /// Checks a batch against the vocabulary, the sequence ids and the cache.
@@ -35,6 +37,7 @@ class ContextImpl {
   const Model& model_;
   const detail::ModelImpl& m_;
   ContextParams params_;
+  HParams hparams_;  // the model's, rotating as params_.rope says: the graphs' and shifts'
   // One backend per backend of the model's placement: a CPU backend with its share of the
   // threads, a GPU's stream, or (MPI) the rank computing those layers.
   std::vector<std::unique_ptr<Backend>> backends_;

@@ -15,14 +15,14 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
   fg->in.n_outputs = shape.n_outputs;
   fg->in.groups = shape.groups;
   fg->in.kv = kv;
-  fg->in.swa_mask = m_.hparams.mixed_swa();
+  fg->in.swa_mask = h_.mixed_swa();
   fg->in.n_ctx_per_seq = n_ctx_per_seq_;
   create_batch_inputs(fg->graph, fg->in);
   if (shape.adapter_scales.empty()) {
-    fg->logits = m_.arch->build(fg->graph, m_.hparams, m_.weights, fg->in);
+    fg->logits = m_.arch->build(fg->graph, h_, m_.weights, fg->in);
   } else {
     const ModelWeights scaled = with_adapter_scales(m_.weights, shape.adapter_scales);
-    fg->logits = m_.arch->build(fg->graph, m_.hparams, scaled, fg->in);
+    fg->logits = m_.arch->build(fg->graph, h_, scaled, fg->in);
   }
   if (!m_.weights.variant.logits) {  // an encoder: the build returns the hidden states
     TESSERA_CHECK_MSG(embeddings_, "an encoder's context computes embeddings");
@@ -37,7 +37,7 @@ std::unique_ptr<ForwardGraph> ForwardGraphCache::build(const ForwardShape& shape
     const Tensor* product = logits_product(fg->logits);
     Tensor* hidden = product->src[1];
     TESSERA_CHECK_MSG(product->op == Op::MulMat && hidden != nullptr &&
-                          hidden->ne[0] == m_.hparams.n_embd && hidden->ne[1] == shape.n_outputs,
+                          hidden->ne[0] == h_.n_embd && hidden->ne[1] == shape.n_outputs,
                       "the architecture's logits are not a projection of the final hidden state");
     hidden->flags |= kFlagOutput;
     fg->embeddings = hidden;

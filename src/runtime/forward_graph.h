@@ -41,12 +41,15 @@ struct ForwardGraph {
 
 class ForwardGraphCache {
  public:
+  /// `h`: the hyper-parameters the graphs are built with (the model's, with the context's
+  /// RoPE scaling); it must outlive the cache.
   /// `embeddings`: keep the final hidden state of the output tokens as a graph output.
   /// `n_ctx_per_seq`: the context's cells per sequence (BatchInputs::n_ctx_per_seq).
   /// `observe`: keep the inputs of the products of weights (ForwardGraph::observed).
-  ForwardGraphCache(const detail::ModelImpl& m, Scheduler& sched, bool embeddings, int64_t n_ctx_per_seq,
-                    bool observe = false)
+  ForwardGraphCache(const detail::ModelImpl& m, const HParams& h, Scheduler& sched, bool embeddings,
+                    int64_t n_ctx_per_seq, bool observe = false)
       : m_(m),
+        h_(h),
         sched_(sched),
         embeddings_(embeddings),
         observe_(observe),
@@ -65,6 +68,7 @@ class ForwardGraphCache {
   std::unique_ptr<ForwardGraph> build(const ForwardShape& shape, const std::vector<KvLayer>& kv);
 
   const detail::ModelImpl& m_;
+  const HParams& h_;
   Scheduler& sched_;
   bool embeddings_;
   bool observe_;

@@ -182,6 +182,7 @@ Result<ImatrixResult> compute_imatrix(const Model& model, std::string_view text,
   cp.type_k = params.type_k;
   cp.type_v = params.type_v;
   cp.all_logits = true;
+  cp.rope = params.rope;
   cp.matmul_observer = [](const MatmulInput& in, void* c) { static_cast<Collector*>(c)->observe(in); };
   cp.matmul_observer_data = &collector;
   Result<std::unique_ptr<Context>> ctx = Context::create(model, cp);

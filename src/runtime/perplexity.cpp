@@ -93,6 +93,7 @@ Result<PerplexityResult> perplexity(
   cp.type_k = params.type_k;
   cp.type_v = params.type_v;
   cp.all_logits = true;
+  cp.rope = params.rope;
   Result<std::unique_ptr<Context>> ctx = Context::create(model, cp);
   if (!ctx) return ctx.status();
 

@@ -77,6 +77,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineP
   cp.embeddings = p.embeddings;
   cp.type_k = p.type_k;
   cp.type_v = p.type_v;
+  cp.rope = p.rope;
   Result<std::unique_ptr<Context>> ctx = Context::create(model, cp);
   if (!ctx) return ctx.status().with_context("serving");
   auto impl = std::make_unique<EngineImpl>(model, p, std::move(*ctx));

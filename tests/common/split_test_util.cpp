@@ -95,7 +95,7 @@ PlanStats plan_stats(const Model& m, int64_t n_tokens) {
     auto it = at.find(t);
     return it == at.end() ? kAnyBackend : it->second;
   });
-  ForwardGraphCache cache(impl, sched, false, 64);
+  ForwardGraphCache cache(impl, impl.hparams, sched, false, 64);
   ForwardShape shape;
   shape.n_tokens = n_tokens;
   shape.n_outputs = n_tokens;

@@ -16,6 +16,7 @@ struct ChatOptions {
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
   PlacementOptions placement;     // --layers, --mpi, --mpi-layers
   CacheTypeOptions cache_types;  // -ctk, -ctv
+  RopeScalingParams rope;         // --rope-scaling, --rope-scale, --rope-freq-*, --yarn-*
   std::string system;
   std::string chat_template;
   std::string chat_template_file;  // --chat-template-file: Jinja text instead of the model's

@@ -29,6 +29,7 @@ struct BenchOptions {
   std::string model;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
   PlacementOptions placement;     // --layers, --mpi, --mpi-layers
+  RopeScalingParams rope;         // --rope-scaling, --rope-scale, --rope-freq-*, --yarn-*
   // Lists, as llama-bench takes them (cli/value_list.h): every combination is a test.
   std::vector<std::string> n_prompt{"512"};
   std::vector<std::string> n_gen{"128"};
@@ -190,6 +191,7 @@ Result<std::unique_ptr<Context>> bench_context(const Model& model, const BenchOp
   cp.n_ubatch = o.ubatch;
   cp.type_k = type_k;
   cp.type_v = type_v;
+  cp.rope = o.rope;
   cp.n_batch = std::max({max_p, std::min<int64_t>(max_d, 512), int64_t(1)});
   const int64_t needed = max_d + max_test;
   cp.n_ctx = o.ctx > 0 ? o.ctx : needed;
@@ -284,6 +286,7 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
+  add_rope_options(cmd, o->rope);
   cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens in one batch (0: skip pp)")
       ->delimiter(',')
       ->capture_default_str();

@@ -113,11 +113,12 @@ Result<Chat> open_chat(const ChatOptions& o) {
   cp.n_ctx = o.ctx;
   cp.n_threads = o.threads;
   TESSERA_RETURN_IF_ERROR(apply_cache_types(o.cache_types, cp.type_k, cp.type_v));
+  cp.rope = o.rope;
   Result<std::unique_ptr<Context>> ctx = Context::create(*c.model, cp);
   if (!ctx) return ctx.status();
   c.ctx = std::move(*ctx);
   const int64_t n_train = c.model->info().n_ctx_train;
-  if (n_train > 0 && c.ctx->n_ctx() > n_train) {
+  if (n_train > 0 && c.ctx->n_ctx() > n_train && !o.rope.overrides()) {
     std::fprintf(
         stderr,
         "tessera: warning: a context of %lld tokens is beyond the %lld the model was trained on\n",
@@ -325,6 +326,7 @@ Command add_chat(CLI::App& app) {
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
   add_cache_type_options(cmd, o->cache_types);
+  add_rope_options(cmd, o->rope);
   cmd->add_option("--system", o->system, "system message that opens the conversation");
   CLI::Option* n_predict =
       cmd->add_option("-n,--n-predict", o->n_predict,

@@ -19,6 +19,7 @@ namespace {
 struct EmbedOptions {
   PlacementOptions placement;  // --layers, --mpi, --mpi-layers
   CacheTypeOptions cache_types;  // -ctk, -ctv
+  RopeScalingParams rope;      // --rope-scaling, --rope-scale, --rope-freq-*, --yarn-*
   std::string model;
   std::string prompt;
   std::string query;  // with a reranker: score the pair (query, prompt)
@@ -54,7 +55,8 @@ int run_embed(const EmbedOptions& o) {
   const std::vector<TokenId> tokens =
       o.query.empty() ? tok->encode(o.prompt, tok->add_bos_token()) : rerank_tokens(*tok, o.query, o.prompt);
   if (tokens.empty()) return fail("embed: the text is empty and the model adds no BOS token");
-  if (const int64_t n_train = (*model)->info().n_ctx_train; n_train > 0 && int64_t(tokens.size()) > n_train) {
+  if (const int64_t n_train = (*model)->info().n_ctx_train; n_train > 0 && int64_t(tokens.size()) > n_train &&
+                                                              !o.rope.overrides()) {
     std::fprintf(stderr, "tessera: warning: %zu tokens exceed the model's training context of %lld\n", tokens.size(),
                  static_cast<long long>(n_train));  // as run warns
   }
@@ -65,6 +67,7 @@ int run_embed(const EmbedOptions& o) {
   cp.n_batch = int64_t(tokens.size());  // one forward pass
   cp.embeddings = true;
   if (Status st = apply_cache_types(o.cache_types, cp.type_k, cp.type_v); !st) return usage_error("embed: " + st.message());
+  cp.rope = o.rope;
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
   Batch batch;
@@ -104,6 +107,7 @@ Command add_embed(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
   add_cache_type_options(cmd, o->cache_types);
+  add_rope_options(cmd, o->rope);
   cmd->add_option("-p,--prompt", o->prompt, "text to embed (tokenized with the model's tokenizer, BOS added)")
       ->required();
   cmd->add_option("--pooling", o->pooling,

@@ -38,7 +38,7 @@ int run_imatrix(ImatrixOptions o) {
   Result<std::unique_ptr<Model>> model = load_model_or_default(o.model, ModelParams{});
   if (!model) return fail(model.status().message());
   const int64_t n_train = (*model)->info().n_ctx_train;
-  if (n_train > 0 && o.params.n_ctx > n_train) {
+  if (n_train > 0 && o.params.n_ctx > n_train && !o.params.rope.overrides()) {
     std::fprintf(stderr, "tessera: warning: the model was trained on a context of %lld tokens; -c %lld is beyond it\n",
                  static_cast<long long>(n_train), static_cast<long long>(o.params.n_ctx));
   }
@@ -88,6 +88,7 @@ Command add_imatrix(CLI::App& app) {
       "chunks of -c tokens (at least two chunks); the running perplexity of each chunk's second\n"
       "half is printed on stdout as [1]x,[2]y,..., progress on stderr.");
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
+  add_rope_options(cmd, o->params.rope);
   cmd->add_option("-f,--file", o->file, "calibration text (one trailing newline is dropped, as llama.cpp does)")
       ->required()
       ->check(CLI::ExistingFile);

@@ -18,6 +18,7 @@ namespace {
 struct LogitsOptions {
   PlacementOptions placement;  // --layers, --mpi, --mpi-layers
   CacheTypeOptions cache_types;  // -ctk, -ctv
+  RopeScalingParams rope;      // --rope-scaling, --rope-scale, --rope-freq-*, --yarn-*
   std::string model;
   std::string prompt_ids;
   std::string prompt;
@@ -80,6 +81,7 @@ int run_logits(const LogitsOptions& o) {
   cp.n_batch = o.batch;
   if (Status st = apply_cache_types(o.cache_types, cp.type_k, cp.type_v); !st) return usage_error("logits: " + st.message());
   if (o.kv_f32) cp.type_k = cp.type_v = DType::F32;
+  cp.rope = o.rope;
   // Exactly what the prompt and the continuation need, even past the training context
   // (as the reference engine allows; quality beyond it is the model's business).
   cp.n_ctx = int64_t(prompt.size()) + o.n_predict;
@@ -120,6 +122,7 @@ Command add_logits(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
   add_cache_type_options(cmd, o->cache_types);
+  add_rope_options(cmd, o->rope);
   auto* ids = cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids (BOS included)");
   auto* text = cmd->add_option("-p,--prompt", o->prompt, "prompt text (tokenized with the model's tokenizer, BOS added)");
   ids->excludes(text);

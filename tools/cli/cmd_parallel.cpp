@@ -34,6 +34,7 @@ constexpr const char* kBuiltinPrompts[] = {
 struct ParallelOptions {
   PlacementOptions placement;  // --layers, --mpi, --mpi-layers
   CacheTypeOptions cache_types;  // -ctk, -ctv
+  RopeScalingParams rope;      // --rope-scaling, --rope-scale, --rope-freq-*, --yarn-*
   std::string model;
   std::string prompt_file;
   int clients = 4;
@@ -273,6 +274,7 @@ int run_parallel(const ParallelOptions& o) {
   ContextParams cp;
   cp.n_threads = o.threads;
   cp.n_seq_max = o.clients;
+  cp.rope = o.rope;
   cp.n_ctx = o.ctx > 0 ? o.ctx : per_client * o.clients;
   const int64_t budget = std::min(per_client, cp.n_ctx / o.clients);
   if (Status st = apply_cache_types(o.cache_types, cp.type_k, cp.type_v); !st) return usage_error("parallel: " + st.message());
@@ -296,6 +298,7 @@ Command add_parallel(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, model_option_help())->check(CLI::ExistingFile);
   add_placement_options(cmd, o->placement);
   add_cache_type_options(cmd, o->cache_types);
+  add_rope_options(cmd, o->rope);
   cmd->add_option("--clients", o->clients, "clients decoded together (sequences of one context)")
       ->check(NumberRange(1, 64));
   cmd->add_option("--requests", o->requests,

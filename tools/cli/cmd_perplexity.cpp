@@ -43,7 +43,7 @@ int run_perplexity(PerplexityOptions o) {
   if (!model) return fail(model.status().message());
   const int64_t n_train = (*model)->info().n_ctx_train;
   if (o.params.n_ctx == 0) o.params.n_ctx = n_train >= 4 ? n_train : 512;  // -c 0: the model's, as run's
-  if (n_train > 0 && o.params.n_ctx > n_train) {
+  if (n_train > 0 && o.params.n_ctx > n_train && !o.params.rope.overrides()) {
     std::fprintf(stderr,
                  "tessera: warning: the model was trained on a context of %lld tokens; -c %lld is "
                  "beyond it\n",
@@ -88,6 +88,7 @@ Command add_perplexity(CLI::App& app) {
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
   add_cache_type_options(cmd, o->cache_types);
+  add_rope_options(cmd, o->params.rope);
   cmd->add_option("-f,--file", o->file,
                   "text file to score (one trailing newline is dropped, as llama.cpp does)")
       ->required()

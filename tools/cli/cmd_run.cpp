@@ -30,6 +30,7 @@ struct RunOptions {
   std::vector<std::string> lora;  // --lora FILE[:SCALE]
   PlacementOptions placement;     // --layers, --mpi, --mpi-layers
   CacheTypeOptions cache_types;  // -ctk, -ctv
+  RopeScalingParams rope;         // --rope-scaling, --rope-scale, --rope-freq-*, --yarn-*
   std::string prompt;
   std::string prompt_file;  // -f: the prompt from a file (its last newline dropped)
   bool escape = false;      // -e: \n, \t, \\, \", \', \xNN in the prompt
@@ -143,7 +144,7 @@ int64_t context_size(const RunOptions& o, const Model& model, size_t n_prompt) {
   if (o.ctx != 0) return o.ctx;
   // The model's context (at most 4096), grown to hold this prompt and continuation.
   const int64_t needed = int64_t(n_prompt) + std::max(o.n_predict, 0);
-  if (needed > model.info().n_ctx_train) {
+  if (needed > model.info().n_ctx_train && !o.rope.overrides()) {
     std::fprintf(stderr,
                  "tessera: warning: %lld tokens exceed the model's training context of %lld\n",
                  static_cast<long long>(needed), static_cast<long long>(model.info().n_ctx_train));
@@ -212,6 +213,7 @@ int run_generate(const RunOptions& o) {
   cp.n_batch = o.batch;
   cp.n_ubatch = o.ubatch;
   if (Status st = apply_cache_types(o.cache_types, cp.type_k, cp.type_v); !st) return usage_error("run: " + st.message());
+  cp.rope = o.rope;
   Result<std::unique_ptr<Context>> ctx = Context::create(**model, cp);
   if (!ctx) return fail(ctx.status().message());
   Context& c = **ctx;
@@ -347,6 +349,7 @@ int run_chat_instead(const RunOptions& o, bool n_predict_given) {
   chat.n_predict_given = n_predict_given;
   chat.threads = o.threads;
   chat.ctx = o.ctx;
+  chat.rope = o.rope;
   chat.sampling = *params;
   report_seed(o.seed, params->seed, params->temperature > 0);
   std::fputs(o.conversation ? "tessera run: a chat starts (-i / -cnv; -p is its system message)\n"
@@ -447,6 +450,7 @@ Command add_run(CLI::App& app) {
   add_lora_option(cmd, o->lora);
   add_placement_options(cmd, o->placement);
   add_cache_type_options(cmd, o->cache_types);
+  add_rope_options(cmd, o->rope);
   CLI::Option* prompt = cmd->add_option(
       "-p,--prompt", o->prompt,
       "prompt text; else -f, else what stdin holds when it is not a terminal; on a terminal without "

@@ -129,6 +129,7 @@ void add_engine_flags(CLI::App* cmd, ServeFlags& f) {
   add_lora_option(cmd, f.lora);
   add_placement_options(cmd, f.placement);
   add_cache_type_options(cmd, f.cache_types);
+  add_rope_options(cmd, f.o.rope);
   cmd->add_option("--parallel", f.o.n_parallel, "(also -np) sequences decoded together (slots); a request "
                                                "with n choices takes n")
       ->capture_default_str()

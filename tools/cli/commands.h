@@ -13,6 +13,7 @@
 #include "tessera/dtype.h"
 #include "tessera/model.h"
 #include "tessera/speculative.h"
+#include "tessera/rope_scaling.h"
 
 namespace tessera::cli {
 
@@ -117,6 +118,9 @@ CLI::Validator cache_type_validator();
 /// Sets type_k and type_v (ContextParams and the parameters of perplexity, imatrix and
 /// the server) from the options.
 Status apply_cache_types(const CacheTypeOptions& o, DType& type_k, DType& type_v);
+/// --rope-scaling, --rope-scale, --rope-freq-base, --rope-freq-scale and --yarn-* (rope_option.cpp),
+/// parsed into `p`; CLI11 refuses values out of range, naming the flag.
+void add_rope_options(CLI::App* cmd, RopeScalingParams& p);
 
 /// --layers, --mpi and --mpi-layers (placement_option.cpp).
 struct PlacementOptions {

@@ -149,6 +149,7 @@ Result<serving::EngineParams> engine_params(const ServerOptions& o) {
   p.speculative = o.speculative;
   p.type_k = o.type_k;
   p.type_v = o.type_v;
+  p.rope = o.rope;
   if (o.ctx > 0 && o.ctx_per_seq > 0) {
     if (o.ctx < int64_t(o.n_parallel) * o.ctx_per_seq) {
       return Status::error("-c " + std::to_string(o.ctx) + " is less than --parallel " + std::to_string(o.n_parallel) +

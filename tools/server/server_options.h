@@ -31,6 +31,7 @@ struct ServerOptions {
   int64_t ctx_per_seq = 0;  // --ctx-per-seq (0: from -c, or the model's, at most 4096)
   int64_t batch_budget = 512;
   int threads = 2;
+  RopeScalingParams rope;  // --rope-scaling, --rope-scale, --rope-freq-*, --yarn-*
   std::vector<std::string> api_keys;  // --api-key (and the lines of --api-key-file)
   bool metrics = false;
   int max_queue = 64;

@@ -82,17 +82,21 @@ Status configure(const gguf::File& f, HParams& h) {
   TESSERA_RETURN_IF_ERROR(check_keys(f, h));
   h.positions = PositionKind::Rope;
   h.rope_mode = RopeMode::Normal;
-  // The scores are scaled by mscale^2 / sqrt(key_length), and the rope's magnitude is
-  // divided by YaRN's own 1 + 0.1 ln(1 / freq_scale), which the rope op multiplies in.
-  const float log_scale = std::log(1.0f / h.rope_freq_scale);
-  const float mscale = h.rope_attn_factor * (1.0f + h.rope_yarn_log_mul * log_scale);
-  h.attn_scale = mscale * mscale / std::sqrt(float(h.head_dim));
-  h.rope_attn_factor = 1.0f / (1.0f + 0.1f * log_scale);
   return Status::ok();
 }
 
+// The scores are scaled by mscale^2 / sqrt(key_length), and the rope's magnitude is
+// divided by YaRN's own 1 + 0.1 ln(1 / freq_scale), which the rope op multiplies in: from
+// the context's frequency scale and attention factor (a context may set its own), so at
+// build time rather than at load.
 Tensor* build(Graph& g, const HParams& h, const ModelWeights& w, const BatchInputs& in) {
-  return decoder_stack(g, h, w, in, input_embeddings(g, w, in));
+  HParams scaled = h;
+  const float log_scale = std::log(1.0f / h.rope_freq_scale);
+  const float mscale = h.yarn_attn_factor * h.rope_attn_factor * (1.0f + h.rope_yarn_log_mul * log_scale);
+  scaled.attn_scale = mscale * mscale / std::sqrt(float(h.head_dim));
+  scaled.rope_attn_factor = 1.0f / (1.0f + 0.1f * log_scale);
+  scaled.yarn_attn_factor = 1.0f;
+  return decoder_stack(g, scaled, w, in, input_embeddings(g, w, in));
 }
 
 }  // namespace
