@@ -223,7 +223,10 @@ std::string float_repr(double v) {
   }
   if (out.empty()) {
     out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) {
+      out += '.';  // appended apart: `"." + digits.substr(1)` trips GCC 12's -Wrestrict (a false positive)
+      out.append(digits, 1);
+    }
     char ebuf[16];
     std::snprintf(ebuf, sizeof ebuf, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
     out += ebuf;

@@ -10,11 +10,14 @@
 #include <vector>
 
 #include "common/cli_run.h"
+#include "common/runtime_test_util.h"
 #include "common/test_util.h"
 #include "golden/server_api.h"
 
 namespace tessera {
 namespace {
+
+using test::nmse;
 
 using nlohmann::json;
 using test::CliOutput;
@@ -54,17 +57,11 @@ std::string flags_of(const json& golden) {
 
 std::string ids_of(const json& golden) {
   std::string out;
-  for (const json& id : golden["prompt_ids"]) out += (out.empty() ? "" : ",") + id.dump();
-  return out;
-}
-
-double nmse(const std::vector<float>& a, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    num += (double(a[i]) - ref[i]) * (double(a[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
+  for (const json& id : golden["prompt_ids"]) {
+    if (!out.empty()) out += ',';  // apart: `"," + id.dump()` trips GCC 12's -Wstringop-overflow (false positive)
+    out += id.dump();
   }
-  return num / den;
+  return out;
 }
 
 /// `tessera logits` on the golden's model and prompt with `flags`, `n` greedy steps.
