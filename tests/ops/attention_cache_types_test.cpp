@@ -10,6 +10,7 @@
 
 #include <cmath>
 
+#include "ops/attention_reference.h"
 #include "ops/op_test_util.h"
 
 namespace tessera::test {
@@ -121,26 +122,14 @@ TEST_P(AttentionCacheTypes, MatchesReferenceOverTheDequantizedCache) {
   for (int64_t tok = 0; tok < c.n_tokens; ++tok) {
     for (int64_t h = 0; h < c.n_head; ++h) {
       const int64_t hk = h / group;
-      double max = -INFINITY;
       for (int64_t cell = 0; cell < c.n_kv; ++cell) {
         double dot = 0;
         for (int64_t d = 0; d < c.hd; ++d) dot += t.at(q, d, tok, h) * at(kd, d, cell, hk);
         const double bias =
             c.max_bias > 0 ? -slope(h, c.n_head, c.max_bias) * double(c.n_kv - c.n_tokens + tok - cell) : 0.0;
         s[size_t(cell)] = visible(c, tok, cell) ? dot * scale + bias : -INFINITY;
-        max = std::max(max, s[size_t(cell)]);
       }
-      double sum = 0;
-      for (double& x : s) sum += (x = max == -INFINITY ? 0.0 : std::exp(x - max));
-      for (int64_t d = 0; d < c.hd; ++d) {
-        double o = 0, mag = 0;
-        for (int64_t cell = 0; cell < c.n_kv; ++cell) {
-          o += s[size_t(cell)] * at(vd, d, cell, hk);
-          mag += s[size_t(cell)] * std::fabs(at(vd, d, cell, hk));
-        }
-        want.value.push_back(sum > 0 ? o / sum : 0.0);
-        want.mag.push_back(sum > 0 ? mag / sum : 0.0);
-      }
+      append_weighted_values(s, c.hd, [&](int64_t d, int64_t cell) { return at(vd, d, cell, hk); }, want);
     }
   }
   t.check(out, want, {2e-5, 1e-7});
