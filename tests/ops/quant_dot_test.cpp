@@ -8,6 +8,8 @@
 //    order of float operations only.
 //  - the partner quantizers (Q8_0, Q8_1, Q8_K) write bit-identical blocks, including on
 //    rounding ties, zero blocks, ties for the largest magnitude and tiny values.
+//  - the row conversions of the KV cache's formats give the reference dequantizers'
+//    bits, on random bytes (every quant and fifth-bit pattern) and quantized floats.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -327,6 +329,33 @@ std::vector<PartnerCase> partner_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Partners, PartnerQuantizeTest, ::testing::ValuesIn(partner_cases()),
                          partner_name);
+
+// The KV cache's block formats: the levels' row conversions against src/quant's.
+constexpr DType kCacheTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL};
+
+TEST(QuantToFloatTest, BitIdenticalToReferenceOnEveryLevel) {
+  std::mt19937 rng(17);
+  for (DType t : kCacheTypes) {
+    EXPECT_EQ(quant_to_float(reference::kQuantKernels, t), quant::format(t)->dequantize) << dtype_name(t);
+    for (Isa isa : kFastIsas) {
+      const QuantKernels* k = quant_kernels_for(isa);
+      if (!k) continue;
+      const ToFloatRowFn fast = quant_to_float(*k, t);
+      ASSERT_NE(fast, nullptr) << dtype_name(t) << " " << isa_name(isa);
+      for (int64_t n : lengths(t)) {
+        for (int kind = 0; kind < 2; ++kind) {
+          const std::vector<uint8_t> x = kind == 0 ? weight_bytes(t, n, -1, rng) : quantize_ref(t, random_floats(n, rng));
+          std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n), -1.0f);
+          quant::format(t)->dequantize(x.data(), want.data(), n);
+          fast(x.data(), got.data(), n);
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+              << dtype_name(t) << " " << isa_name(isa) << ", n " << n << (kind == 0 ? ", random bytes" : ", quantized floats");
+        }
+      }
+    }
+  }
+  EXPECT_EQ(quant_to_float(reference::kQuantKernels, DType::Q4_K), nullptr);
+}
 
 // The table of the active level is the one of the active vector level.
 TEST(QuantKernelsTest, FollowsActiveLevel) {

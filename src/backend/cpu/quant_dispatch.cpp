@@ -54,6 +54,25 @@ QuantMatmul quant_matmul(const QuantKernels& k, DType t) {
   }
 }
 
+ToFloatRowFn quant_to_float(const QuantKernels& k, DType t) {
+  switch (t) {
+    case DType::Q4_0:
+      return k.to_float_q4_0;
+    case DType::Q4_1:
+      return k.to_float_q4_1;
+    case DType::Q5_0:
+      return k.to_float_q5_0;
+    case DType::Q5_1:
+      return k.to_float_q5_1;
+    case DType::Q8_0:
+      return k.to_float_q8_0;
+    case DType::IQ4_NL:
+      return k.to_float_iq4_nl;
+    default:
+      return nullptr;
+  }
+}
+
 const QuantKernels* quant_kernels_for(Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {

@@ -11,6 +11,7 @@
 //    the sum of |block contributions|.
 //  - Partner blocks come from the partner quantizers: their quants lie in [-127, 127]
 //    and their Q8_K bsums are the sums of their quants. Weight blocks may hold any bits.
+//  - The row conversions (to_float_*) give the reference dequantizers' bits.
 //  - n is a multiple of the block size (32, or QK_K = 256 for the k-quants), may be 0.
 #pragma once
 
@@ -25,6 +26,8 @@ namespace tessera::cpu {
 using QuantizeRowFn = void (*)(const float* x, void* y, int64_t n);
 /// Dot product of n elements: x a row of the weight type, y a row of its partner type.
 using QuantDotFn = float (*)(int64_t n, const void* x, const void* y);
+/// n elements of a row of blocks as floats.
+using ToFloatRowFn = void (*)(const void* x, float* y, int64_t n);
 
 struct QuantKernels {
   Isa isa;
@@ -56,6 +59,15 @@ struct QuantKernels {
   QuantDotFn dot_iq4_xs_q8_K;
   QuantDotFn dot_tq1_0_q8_K;
   QuantDotFn dot_tq2_0_q8_K;
+
+  // Rows to float of the formats a KV cache may hold (attention converts the cells it
+  // reads with them), bit for bit what src/quant's dequantizers give.
+  ToFloatRowFn to_float_q4_0;
+  ToFloatRowFn to_float_q4_1;
+  ToFloatRowFn to_float_q5_0;
+  ToFloatRowFn to_float_q5_1;
+  ToFloatRowFn to_float_q8_0;
+  ToFloatRowFn to_float_iq4_nl;
 };
 
 /// How rows of one weight type are multiplied: activations are quantized to `partner`
@@ -69,6 +81,9 @@ struct QuantMatmul {
 
 /// The kernels for weight type t in table k; empty for types without a quantized dot.
 QuantMatmul quant_matmul(const QuantKernels& k, DType t);
+
+/// Table k's row conversion for type t, or null for a type it has none for.
+ToFloatRowFn quant_to_float(const QuantKernels& k, DType t);
 
 /// The quantized kernels of the active vector level (see vec_kernels()).
 const QuantKernels& quant_kernels();

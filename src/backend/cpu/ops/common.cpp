@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/vec.h"
 #include "core/check.h"
 #include "core/fp16.h"
@@ -87,7 +88,11 @@ const float* read_row(const Tensor* t, int64_t i1, int64_t i2, int64_t i3, float
         vec_kernels().bf16_to_f32(reinterpret_cast<const uint16_t*>(row), buf, n);
         return buf;
       default:
-        quant::to_float_fn(t->type)(row, buf, n);
+        if (const ToFloatRowFn f = quant_to_float(quant_kernels(), t->type)) {
+          f(row, buf, n);  // the vector level's (the KV cache's formats)
+        } else {
+          quant::to_float_fn(t->type)(row, buf, n);
+        }
         return buf;
     }
   }

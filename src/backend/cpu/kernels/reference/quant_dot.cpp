@@ -30,6 +30,12 @@ const QuantKernels kQuantKernels = {
     .dot_iq4_xs_q8_K = quant::vec_dot_iq4_xs_q8_K,
     .dot_tq1_0_q8_K = quant::vec_dot_tq1_0_q8_K,
     .dot_tq2_0_q8_K = quant::vec_dot_tq2_0_q8_K,
+    .to_float_q4_0 = quant::dequantize_q4_0,
+    .to_float_q4_1 = quant::dequantize_q4_1,
+    .to_float_q5_0 = quant::dequantize_q5_0,
+    .to_float_q5_1 = quant::dequantize_q5_1,
+    .to_float_q8_0 = quant::dequantize_q8_0,
+    .to_float_iq4_nl = quant::dequantize_iq4_nl,
 };
 
 }  // namespace tessera::cpu::reference

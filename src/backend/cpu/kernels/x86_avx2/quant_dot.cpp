@@ -540,6 +540,14 @@ void quantize_q8_K(const float* x, void* vy, int64_t n) {
 float dot_iq4_nl_q8_0(int64_t n, const void* x, const void* y);
 float dot_iq4_xs_q8_K(int64_t n, const void* x, const void* y);
 
+// Rows to float (dequant.cpp).
+void to_float_q4_0(const void* x, float* y, int64_t n);
+void to_float_q4_1(const void* x, float* y, int64_t n);
+void to_float_q5_0(const void* x, float* y, int64_t n);
+void to_float_q5_1(const void* x, float* y, int64_t n);
+void to_float_q8_0(const void* x, float* y, int64_t n);
+void to_float_iq4_nl(const void* x, float* y, int64_t n);
+
 const QuantKernels kQuantKernels = {
     .isa = Isa::Avx2,
     .quantize_q8_0 = quantize_q8_0,
@@ -566,6 +574,12 @@ const QuantKernels kQuantKernels = {
     .dot_iq4_xs_q8_K = dot_iq4_xs_q8_K,
     .dot_tq1_0_q8_K = dot_tq1_0_q8_K,
     .dot_tq2_0_q8_K = dot_tq2_0_q8_K,
+    .to_float_q4_0 = to_float_q4_0,  // dequant.cpp
+    .to_float_q4_1 = to_float_q4_1,
+    .to_float_q5_0 = to_float_q5_0,
+    .to_float_q5_1 = to_float_q5_1,
+    .to_float_q8_0 = to_float_q8_0,
+    .to_float_iq4_nl = to_float_iq4_nl,
 };
 
 }  // namespace tessera::cpu::avx2
