@@ -296,24 +296,34 @@ float softmax_row(const AttnTile& t, int r, float* s) {
   return 1.0f / _mm512_reduce_add_ps(sum);
 }
 
-// out[r][d0 + 16 j ..] = inv[r] * sum_c p[r][c] v[c][d0 + 16 j ..] for rows [r0, r0 + R)
-// and J vectors of d.
+// The value sums run over the cells a chunk at a time, every pass over d and every group
+// of rows within the chunk, so that a chunk's value rows are read from memory once and
+// then from L1 (a pass reads its vectors of each row; at 16384 cells one KV head's values
+// are 2 MiB, past L2, and a second pass over all the cells read them from memory again).
+// The sums are carried in the output rows between chunks; each accumulator still adds
+// its cells in order, so chunking does not change a bit of the result.
+constexpr int64_t kValueCells = 256;
+
+// out[r][d0 + 16 j ..] (+)= sum_{c in [c0, c1)} p[r][c] v[c][d0 + 16 j ..] for rows
+// [r0, r0 + R) and J vectors of d: started at c0 == 0, times inv[r] once c1 == n.
 template <int R, int J>
-void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0, int64_t d0) {
+void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0, int64_t d0, int64_t c0,
+                int64_t c1) {
   // Locals, not t's fields, in the loop: its stores would otherwise make the compiler
   // reload n and keep the accumulators in memory.
-  const int64_t n = t.n;
-  const uint16_t* v = t.v16 + d0;
   const size_t stride = t.v_stride;
+  const uint16_t* v = t.v16 + d0 + size_t(c0) * stride;
   const float* p = s + r0 * ns;
   __mmask16 m[J];
   __m512 acc[R * J];
 #pragma GCC unroll 4
   for (int j = 0; j < J; ++j) m[j] = lanes(t.vd - d0 - j * kL);
 #pragma GCC unroll 16
-  for (int i = 0; i < R * J; ++i) acc[i] = _mm512_setzero_ps();
-  const uint16_t* last = t.v16 + size_t(n - 1) * stride;
-  for (int64_t c = 0; c < n; ++c, v += stride) {
+  for (int i = 0; i < R * J; ++i) {
+    acc[i] = c0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[i % J], t.out[r0 + i / J] + d0 + (i % J) * kL);
+  }
+  const uint16_t* last = t.v16 + size_t(t.n - 1) * stride;
+  for (int64_t c = c0; c < c1; ++c, v += stride) {
     if (d0 == 0) prefetch_row(std::min(v + kAheadCells * stride, last), t.vd);
     __m512 vv[J];
 #pragma GCC unroll 4
@@ -323,24 +333,25 @@ void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv,
       acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(p[(i / J) * ns + c]), vv[i % J], acc[i]);
     }
   }
+  const bool done = c1 == t.n;
 #pragma GCC unroll 16
   for (int i = 0; i < R * J; ++i) {
     const int r = r0 + i / J, j = i % J;
-    _mm512_mask_storeu_ps(t.out[r] + d0 + j * kL, m[j], _mm512_mul_ps(acc[i], _mm512_set1_ps(inv[r])));
+    _mm512_mask_storeu_ps(t.out[r] + d0 + j * kL, m[j], done ? _mm512_mul_ps(acc[i], _mm512_set1_ps(inv[r])) : acc[i]);
   }
 }
 
-// Values of the rows [r0, r0 + R): up to 16 accumulators, so 2 vectors of d per pass
-// over the cells for more than 4 rows, else 4.
+// Values of the rows [r0, r0 + R) over cells [c0, c1): up to 16 accumulators, so 2
+// vectors of d per pass for more than 4 rows, else 4.
 template <int R>
-void values_for_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0) {
+void values_for_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0, int64_t c0, int64_t c1) {
   constexpr int kJ = R > 4 ? 2 : 4;
   for (int64_t d0 = 0; d0 < t.vd; d0 += kJ * kL) {
     switch (std::min<int64_t>(kJ, (t.vd - d0 + kL - 1) / kL)) {
-      case 1: value_rows<R, 1>(t, s, ns, inv, r0, d0); break;
-      case 2: value_rows<R, 2>(t, s, ns, inv, r0, d0); break;
-      case 3: value_rows<R, 3>(t, s, ns, inv, r0, d0); break;
-      default: value_rows<R, kJ>(t, s, ns, inv, r0, d0); break;
+      case 1: value_rows<R, 1>(t, s, ns, inv, r0, d0, c0, c1); break;
+      case 2: value_rows<R, 2>(t, s, ns, inv, r0, d0, c0, c1); break;
+      case 3: value_rows<R, 3>(t, s, ns, inv, r0, d0, c0, c1); break;
+      default: value_rows<R, kJ>(t, s, ns, inv, r0, d0, c0, c1); break;
     }
   }
 }
@@ -359,7 +370,10 @@ void tile_f16(const AttnTile& t) {
   }
   float inv[kAttnRows];
   for (int r = 0; r < t.rows; ++r) inv[r] = softmax_row(t, r, s + r * ns);
-  for_row_chunks(t.rows, [&](auto r, int r0) { values_for_rows<decltype(r)::value>(t, s, ns, inv, r0); });
+  for (int64_t c0 = 0; c0 < t.n; c0 += kValueCells) {
+    const int64_t c1 = std::min(t.n, c0 + kValueCells);
+    for_row_chunks(t.rows, [&](auto r, int r0) { values_for_rows<decltype(r)::value>(t, s, ns, inv, r0, c0, c1); });
+  }
 }
 
 }  // namespace
