@@ -189,42 +189,52 @@ float softmax_row(const AttnTile& t, int r, float* s) {
   return softmax(s, t.n, max);
 }
 
-// out[r][d0 ..] = inv[r] * sum_c p[r][c] v[c][d0 ..] for rows [r0, r0 + R) and J
-// vectors of d.
+// The value sums run over the cells a chunk at a time (as the AVX-512 tile_f16; its
+// comment says why), every pass over d and every group of rows within the chunk; the
+// sums are carried in the output rows between chunks, each adding its cells in order.
+constexpr int64_t kValueCells = 256;
+
+// out[r][d0 ..] (+)= sum_{c in [c0, c1)} p[r][c] v[c][d0 ..] for rows [r0, r0 + R) and J
+// vectors of d: started at c0 == 0, times inv[r] once c1 == n.
 template <typename T, int R, int J>
-void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0, int64_t d0) {
-  const int64_t n = t.n;
-  const T* v = values<T>(t) + d0;
+void value_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0, int64_t d0, int64_t c0,
+                int64_t c1) {
   const size_t stride = t.v_stride;
-  const T* last = values<T>(t) + size_t(n - 1) * stride;
+  const T* v = values<T>(t) + d0 + size_t(c0) * stride;
+  const T* last = values<T>(t) + size_t(t.n - 1) * stride;
   const float* p = s + r0 * ns;
   __m256 acc[R * J];
-  for (int i = 0; i < R * J; ++i) acc[i] = _mm256_setzero_ps();
-  for (int64_t c = 0; c < n; ++c, v += stride) {
+#pragma GCC unroll 16
+  for (int i = 0; i < R * J; ++i) {
+    const int64_t d = d0 + (i % J) * kW;
+    acc[i] = c0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(t.out[r0 + i / J] + d, lanes(t.vd - d));
+  }
+  for (int64_t c = c0; c < c1; ++c, v += stride) {
     if (d0 == 0) prefetch_cells(std::min(v + kAheadCells * stride, last), t.vd);
     __m256 vv[J];
     for (int j = 0; j < J; ++j) vv[j] = load_elems(v + j * kW, t.vd - d0 - j * kW);
 #pragma GCC unroll 16
     for (int i = 0; i < R * J; ++i) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + (i / J) * ns + c), vv[i % J], acc[i]);
   }
+  const bool done = c1 == t.n;
 #pragma GCC unroll 16
   for (int i = 0; i < R * J; ++i) {
     const int r = r0 + i / J;
     const int64_t d = d0 + (i % J) * kW;
-    _mm256_maskstore_ps(t.out[r] + d, lanes(t.vd - d), _mm256_mul_ps(acc[i], _mm256_set1_ps(inv[r])));
+    _mm256_maskstore_ps(t.out[r] + d, lanes(t.vd - d), done ? _mm256_mul_ps(acc[i], _mm256_set1_ps(inv[r])) : acc[i]);
   }
 }
 
-// Values of the rows [r0, r0 + R): 1 vector of d per pass over the cells for more than 4
-// rows, else 2 (at most 8 accumulators of the 16 registers).
+// Values of the rows [r0, r0 + R) over cells [c0, c1): 1 vector of d per pass for more
+// than 4 rows, else 2 (at most 8 accumulators of the 16 registers).
 template <typename T, int R>
-void values_for_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0) {
+void values_for_rows(const AttnTile& t, const float* s, int64_t ns, const float* inv, int r0, int64_t c0, int64_t c1) {
   constexpr int kJ = R > 4 ? 1 : 2;
   for (int64_t d0 = 0; d0 < t.vd; d0 += kJ * kW) {
     if (kJ == 2 && t.vd - d0 > kW) {
-      value_rows<T, R, kJ>(t, s, ns, inv, r0, d0);
+      value_rows<T, R, kJ>(t, s, ns, inv, r0, d0, c0, c1);
     } else {
-      value_rows<T, R, 1>(t, s, ns, inv, r0, d0);
+      value_rows<T, R, 1>(t, s, ns, inv, r0, d0, c0, c1);
     }
   }
 }
@@ -245,7 +255,10 @@ void rows_tile(const AttnTile& t) {
   }
   float inv[kAttnRows];
   for (int r = 0; r < t.rows; ++r) inv[r] = softmax_row(t, r, s + r * ns);
-  for_row_chunks(t.rows, [&](auto r, int r0) { values_for_rows<T, decltype(r)::value>(t, s, ns, inv, r0); });
+  for (int64_t c0 = 0; c0 < t.n; c0 += kValueCells) {
+    const int64_t c1 = std::min(t.n, c0 + kValueCells);
+    for_row_chunks(t.rows, [&](auto r, int r0) { values_for_rows<T, decltype(r)::value>(t, s, ns, inv, r0, c0, c1); });
+  }
 }
 
 void tile(const AttnTile& t) { rows_tile<float>(t); }
