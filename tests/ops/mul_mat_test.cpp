@@ -52,6 +52,8 @@ const MulMatCase kMulMatCases[] = {
     {130, 7, 3, 2, 1, 4, 1, F16},
     {255, 9, 5, 1, 1, 1, 1, BF16},
     {67, 8, 6, 1, 1, 1, 1, BF16},
+    {4097, 9, 1, 1, 1, 1, 1, BF16},  // decode: direct BF16 dot
+    {130, 7, 1, 2, 1, 4, 1, BF16},   // 2 src1 planes per src0 plane, 1 row each: direct
     {33, 19, 6, 1, 1, 1, 1, F32, kT, kC},  // strided src0 rows
     {33, 19, 6, 1, 1, 1, 1, F16, kT, kC},
     {40, 11, 7, 1, 1, 1, 1, F32, kC, kT},  // strided src1 rows: packed by prepare

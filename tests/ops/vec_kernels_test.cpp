@@ -179,6 +179,14 @@ TEST_P(VecKernelsTest, DotProducts) {
     EXPECT_EQ(bits(k_->dot_f16_f32(ah.data(), b[1].data(), n)),
               bits(k_->dot_f32(ahf.data(), b[1].data(), n)))
         << "f16 dot, n=" << n;
+    std::vector<uint16_t> ab(a.size());
+    std::vector<float> abf(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ab[i] = f32_to_bf16(a[i]);
+      abf[i] = bf16_to_f32(ab[i]);
+    }
+    EXPECT_EQ(bits(k_->dot_bf16_f32(ab.data(), b[2].data(), n)), bits(k_->dot_f32(abf.data(), b[2].data(), n)))
+        << "bf16 dot, n=" << n;
   }
 }
 

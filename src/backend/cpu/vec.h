@@ -6,8 +6,9 @@
 //
 // Contract shared by every level:
 //  - Conversions are exact and give the same bits as core/fp16.h (NaNs stay NaNs).
-//  - dot_f32_x4 and dot_f16_f32 give, bit for bit, what dot_f32 gives on the same
-//    (converted) operands, so a kernel may pick any of them without changing results.
+//  - dot_f32_x4, dot_f16_f32 and dot_bf16_f32 give, bit for bit, what dot_f32 gives on
+//    the same (converted) operands, so a kernel may pick any of them without changing
+//    results.
 //  - Elementwise outputs may alias their inputs exactly (y == x), never partially.
 //  - n may be 0.
 #pragma once
@@ -28,6 +29,8 @@ struct VecKernels {
   void (*dot_f32_x4)(const float* a, const float* const* b, int64_t n, float* out);
   /// dot_f32 of a (IEEE half) converted to float, and b.
   float (*dot_f16_f32)(const uint16_t* a, const float* b, int64_t n);
+  /// dot_f32 of a (bfloat16) converted to float, and b.
+  float (*dot_bf16_f32)(const uint16_t* a, const float* b, int64_t n);
 
   // Row conversions (round to nearest even).
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);

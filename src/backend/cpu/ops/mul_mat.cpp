@@ -19,7 +19,8 @@ size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // How src0 rows reach the dot kernels. All three give the same bits (see vec.h).
 enum class RowMode {
   DirectF32,  // F32 with dense rows: pointers into src0
-  DirectF16,  // F16 with dense rows and few src1 rows per src0 row: dot_f16_f32
+  DirectF16,   // F16 with dense rows and few src1 rows per src0 row: dot_f16_f32
+  DirectBF16,  // BF16 likewise: dot_bf16_f32
   Convert,    // anything else: rows converted to F32 in this thread's scratch
 };
 
@@ -44,6 +45,8 @@ Layout layout_of(const Tensor* node) {
     l.mode = RowMode::DirectF32;
   } else if (a->type == DType::F16 && a->nb[0] == 2 && uses < 4) {
     l.mode = RowMode::DirectF16;
+  } else if (a->type == DType::BF16 && a->nb[0] == 2 && uses < 4) {
+    l.mode = RowMode::DirectBF16;
   } else {
     l.mode = RowMode::Convert;
   }
@@ -90,7 +93,8 @@ void dot_block(Tensor* dst, const Block& blk, const Src1& s1, RowMode mode, int6
         return reinterpret_cast<float*>(elem_ptr(dst, blk.i1 + m, j, i2, i3));
       };
       int64_t j = j0;
-      if (mode != RowMode::DirectF16) {
+      const bool half = mode == RowMode::DirectF16 || mode == RowMode::DirectBF16;
+      if (!half) {
         for (; j + 4 <= j1; j += 4) {
           const float* cols[4] = {s1.row(j, i2, i3), s1.row(j + 1, i2, i3), s1.row(j + 2, i2, i3),
                                   s1.row(j + 3, i2, i3)};
@@ -104,9 +108,14 @@ void dot_block(Tensor* dst, const Block& blk, const Src1& s1, RowMode mode, int6
       for (; j < j1; ++j) {
         const float* col = s1.row(j, i2, i3);
         for (int64_t m = 0; m < blk.n; ++m) {
-          *out(m, j) = mode == RowMode::DirectF16
-                           ? vk.dot_f16_f32(static_cast<const uint16_t*>(blk.rows[m]), col, k)
-                           : vk.dot_f32(static_cast<const float*>(blk.rows[m]), col, k);
+          const auto* half_row = static_cast<const uint16_t*>(blk.rows[m]);
+          if (mode == RowMode::DirectF16) {
+            *out(m, j) = vk.dot_f16_f32(half_row, col, k);
+          } else if (mode == RowMode::DirectBF16) {
+            *out(m, j) = vk.dot_bf16_f32(half_row, col, k);
+          } else {
+            *out(m, j) = vk.dot_f32(static_cast<const float*>(blk.rows[m]), col, k);
+          }
         }
       }
     }

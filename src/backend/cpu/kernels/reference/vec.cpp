@@ -42,6 +42,16 @@ float dot_f16_f32(const uint16_t* a, const float* b, int64_t n) {
   return reduce_lanes(acc);
 }
 
+float dot_bf16_f32(const uint16_t* a, const float* b, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) acc[j] += bf16_to_f32(a[i + j]) * b[i + j];
+  }
+  for (int j = 0; i + j < n; ++j) acc[j] += bf16_to_f32(a[i + j]) * b[i + j];
+  return reduce_lanes(acc);
+}
+
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(x[i]);
 }
@@ -120,7 +130,7 @@ void gelu_f32(float* y, const float* x, int64_t n) {
 }  // namespace
 
 const VecKernels kKernels = {
-    Isa::Reference,  dot_f32,         dot_f32_x4,     dot_f16_f32, f16_to_f32_row, f32_to_f16_row,
+    Isa::Reference,  dot_f32,         dot_f32_x4,     dot_f16_f32, dot_bf16_f32, f16_to_f32_row, f32_to_f16_row,
     bf16_to_f32_row, f32_to_bf16_row, sum_f32,        sumsq_f32,   max_f32,        add_f32,
     mul_f32,         scale_f32,       add_scalar_f32, exp_sum_f32, silu_f32,       gelu_f32,
 };

@@ -42,6 +42,13 @@ struct LoadF16 {
   }
   __m256 part(int64_t i, int64_t left) const { return _mm256_cvtph_ps(load_f16_part(p + i, left)); }
 };
+// bfloat16 is the top half of a float: widened to 32 bits and shifted up (exact).
+struct LoadBF16 {
+  const uint16_t* p;
+  static __m256 widen(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+  __m256 full(int64_t i) const { return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))); }
+  __m256 part(int64_t i, int64_t left) const { return widen(load_f16_part(p + i, left)); }
+};
 
 // The one summation order of every dot here: two accumulators over 16-element steps,
 // then an 8-element step into acc0, a masked tail into acc1, and a fixed reduction.
@@ -86,6 +93,12 @@ void dot_f32_x4(const float* a, const float* const* b, int64_t n, float* out) {
 float dot_f16_f32(const uint16_t* a, const float* b, int64_t n) {
   float out;
   dot_rows<1>(LoadF16{a}, &b, n, &out);
+  return out;
+}
+
+float dot_bf16_f32(const uint16_t* a, const float* b, int64_t n) {
+  float out;
+  dot_rows<1>(LoadBF16{a}, &b, n, &out);
   return out;
 }
 
@@ -268,7 +281,7 @@ void gelu_f32(float* y, const float* x, int64_t n) {
 }  // namespace
 
 const VecKernels kKernels = {
-    Isa::Avx2,   dot_f32,     dot_f32_x4,     dot_f16_f32, f16_to_f32, f32_to_f16,
+    Isa::Avx2,   dot_f32,     dot_f32_x4,     dot_f16_f32, dot_bf16_f32, f16_to_f32, f32_to_f16,
     bf16_to_f32, f32_to_bf16, sum_f32,        sumsq_f32,   max_f32,    add_f32,
     mul_f32,     scale_f32,   add_scalar_f32, exp_sum_f32, silu_f32,   gelu_f32,
 };

@@ -31,6 +31,13 @@ struct LoadF16 {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + i));
   }
 };
+// bfloat16 is the top half of a float: widened to 32 bits and shifted up (exact).
+struct LoadBF16 {
+  const uint16_t* p;
+  static __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+  __m512 full(int64_t i) const { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i))); }
+  __m512 part(int64_t i, __mmask16 m) const { return widen(_mm256_maskz_loadu_epi16(m, p + i)); }
+};
 
 // The one summation order of every dot here: four accumulators over 64-element steps,
 // then 16-element steps into acc0, a masked tail into acc1, and a fixed reduction.
@@ -82,6 +89,12 @@ void dot_f32_x4(const float* a, const float* const* b, int64_t n, float* out) {
 float dot_f16_f32(const uint16_t* a, const float* b, int64_t n) {
   float out;
   dot_rows<1>(LoadF16{a}, &b, n, &out);
+  return out;
+}
+
+float dot_bf16_f32(const uint16_t* a, const float* b, int64_t n) {
+  float out;
+  dot_rows<1>(LoadBF16{a}, &b, n, &out);
   return out;
 }
 
@@ -259,7 +272,7 @@ void gelu_f32(float* y, const float* x, int64_t n) {
 }  // namespace
 
 const VecKernels kKernels = {
-    Isa::Avx512, dot_f32,     dot_f32_x4,     dot_f16_f32, f16_to_f32, f32_to_f16,
+    Isa::Avx512, dot_f32,     dot_f32_x4,     dot_f16_f32, dot_bf16_f32, f16_to_f32, f32_to_f16,
     bf16_to_f32, f32_to_bf16, sum_f32,        sumsq_f32,   max_f32,    add_f32,
     mul_f32,     scale_f32,   add_scalar_f32, exp_sum_f32, silu_f32,   gelu_f32,
 };
