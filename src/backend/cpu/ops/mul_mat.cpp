@@ -16,12 +16,12 @@ constexpr int64_t kMaxBlock = 16;            // src0 rows per block
 
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// How src0 rows reach the dot kernels. All three give the same bits (see vec.h).
+// How src0 rows reach the dot kernels. All of them give the same bits (see vec.h).
 enum class RowMode {
-  DirectF32,  // F32 with dense rows: pointers into src0
+  DirectF32,   // F32 with dense rows: pointers into src0
   DirectF16,   // F16 with dense rows and few src1 rows per src0 row: dot_f16_f32
   DirectBF16,  // BF16 likewise: dot_bf16_f32
-  Convert,    // anything else: rows converted to F32 in this thread's scratch
+  Convert,     // anything else: rows converted to F32 in this thread's scratch
 };
 
 struct Layout {
