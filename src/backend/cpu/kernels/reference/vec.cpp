@@ -32,25 +32,20 @@ void dot_f32_x4(const float* a, const float* const* b, int64_t n, float* out) {
   for (int r = 0; r < 4; ++r) out[r] = dot_f32(a, b[r], n);
 }
 
-float dot_f16_f32(const uint16_t* a, const float* b, int64_t n) {
+// dot_f32's order over 16-bit elements converted by Cvt (IEEE half or bfloat16).
+template <float (*Cvt)(uint16_t)>
+float dot_half(const uint16_t* a, const float* b, int64_t n) {
   float acc[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) acc[j] += f16_to_f32(a[i + j]) * b[i + j];
+    for (int j = 0; j < kLanes; ++j) acc[j] += Cvt(a[i + j]) * b[i + j];
   }
-  for (int j = 0; i + j < n; ++j) acc[j] += f16_to_f32(a[i + j]) * b[i + j];
+  for (int j = 0; i + j < n; ++j) acc[j] += Cvt(a[i + j]) * b[i + j];
   return reduce_lanes(acc);
 }
 
-float dot_bf16_f32(const uint16_t* a, const float* b, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) acc[j] += bf16_to_f32(a[i + j]) * b[i + j];
-  }
-  for (int j = 0; i + j < n; ++j) acc[j] += bf16_to_f32(a[i + j]) * b[i + j];
-  return reduce_lanes(acc);
-}
+float dot_f16_f32(const uint16_t* a, const float* b, int64_t n) { return dot_half<f16_to_f32>(a, b, n); }
+float dot_bf16_f32(const uint16_t* a, const float* b, int64_t n) { return dot_half<bf16_to_f32>(a, b, n); }
 
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(x[i]);
