@@ -3,7 +3,8 @@
 // - gemm_x16: data in cache, 8 groups of 16 rows x k = 2048 against n activation
 //   columns (1 = decode, 64 = prompt). The counter GMAC/s is 16 * 8 * 2048 * n
 //   multiply-adds per run; compare with the machine's peak (vpdpbusd zmm: 64 MACs per
-//   instruction, FMA zmm: 16; AVX2: vpmaddubsw ymm 32, with a vpmaddwd to widen).
+//   instruction, vdpbf16ps zmm: 32, FMA zmm: 16; AVX2: vpmaddubsw ymm 32, with a vpmaddwd
+//   to widen).
 // - gemm_x16_stream: a ~256 MB matrix on 2 MiB pages, as a model streams its weights
 //   from memory: decode (1 column; k = 2048, and an ffn_down row's 5632, whose groups
 //   are longer than the prefetch distance; bytes_per_second is the weight bytes read,
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -26,6 +28,7 @@
 
 #include "backend/cpu/gemm_kernels.h"
 #include "backend/cpu/repack.h"
+#include "core/fp16.h"
 #include "quant/blocks.h"
 
 namespace tessera::cpu {
@@ -48,6 +51,7 @@ const Case kCases[] = {
     {DType::Q4_K, sizeof(quant::BlockQ4_K), 256, offsetof(quant::BlockQ4_K, d)},
     {DType::Q6_K, sizeof(quant::BlockQ6_K), 256, offsetof(quant::BlockQ6_K, d)},
     {DType::F16, 2, 1, 0},
+    {DType::BF16, 2, 1, 0},
 };
 
 struct FreeDeleter {
@@ -66,7 +70,7 @@ std::unique_ptr<uint8_t, FreeDeleter> packed_weights(const Case& c, int64_t rows
   std::vector<uint8_t> w(group_bytes);  // one group at a time, repacked into place
   for (int64_t g0 = 0; g0 < rows; g0 += kGroupRows) {
     for (uint8_t& b : w) b = uint8_t(rng());
-    for (int64_t i = 0; i < kGroupRows * nb; ++i) {  // fp16 1.0 (F16: every element)
+    for (int64_t i = 0; i < kGroupRows * nb; ++i) {  // fp16 1.0 (F16 / BF16: every element, 1.0 / 2^-7)
       w[size_t(i) * c.block_bytes + c.scale_offset] = 0x00;
       w[size_t(i) * c.block_bytes + c.scale_offset + 1] = 0x3c;
     }
@@ -87,13 +91,19 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g, bool stre
   std::vector<float> x(size_t(n_cols * kK));
   for (float& v : x) v = float(rng() % 2001) / 1000.0f - 1.0f;
   const bool k_quant = c.block_elems == 256;
-  const size_t act_row = c.type == DType::F16 ? size_t(kK) * 4
-                         : k_quant           ? size_t(nb) * sizeof(BlockQ8KX)
-                                             : size_t(nb) * sizeof(BlockQ8X);
+  const size_t act_row = c.type == DType::F16    ? size_t(kK) * 4
+                         : c.type == DType::BF16 ? size_t(kK) * 2
+                         : k_quant               ? size_t(nb) * sizeof(BlockQ8KX)
+                                                 : size_t(nb) * sizeof(BlockQ8X);
   std::vector<uint8_t> act(act_row * size_t(n_cols));
   for (int64_t col = 0; col < n_cols; ++col) {
     if (k_quant) {
       g.quantize_q8kx(x.data() + col * kK, act.data() + col * act_row, kK);
+    } else if (c.type == DType::BF16) {
+      for (int64_t e = 0; e < kK; ++e) {
+        const uint16_t h = f32_to_bf16(x[size_t(col * kK + e)]);
+        std::memcpy(act.data() + col * act_row + size_t(e) * 2, &h, 2);
+      }
     } else if (c.type != DType::F16) {
       g.quantize_q8x(x.data() + col * kK, act.data() + col * act_row, kK, x16_zero_point(repacked_type(c.type)));
     }
@@ -101,7 +111,12 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g, bool stre
   std::vector<float> out(static_cast<size_t>(rows * n_cols));
   const size_t group_bytes = size_t(kGroupRows * nb) * c.block_bytes;
   for (auto _ : state) {
-    if (c.type == DType::F16) {
+    if (c.type == DType::BF16) {
+      for (int64_t grp = 0; grp < rows / kGroupRows; ++grp) {
+        g.gemm_bf16_x16(packed.get() + size_t(grp) * group_bytes, kK, reinterpret_cast<const uint16_t*>(act.data()),
+                        size_t(kK), n_cols, out.data() + grp * kGroupRows, size_t(rows));
+      }
+    } else if (c.type == DType::F16) {
       for (int64_t grp = 0; grp < rows / kGroupRows; ++grp) {
         g.gemm_f16_x16(packed.get() + size_t(grp) * group_bytes, kK, x.data(), size_t(kK), n_cols,
                        out.data() + grp * kGroupRows, size_t(rows));

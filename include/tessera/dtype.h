@@ -51,6 +51,7 @@ enum class DType : uint32_t {
   Q6_K_X16 = 68,
   IQ4_NL_X16 = 69,
   IQ4_XS_X16 = 70,
+  BF16_X16 = 71,
 };
 
 /// Converts n elements of a row (n a multiple of the block size) to float.

@@ -15,7 +15,7 @@ struct Entry {
 // Block sizes and byte sizes are the GGUF layouts (QK_K = 256 for the k-quants).
 // How each type converts to and from float is not here but in the formats layer
 // (quant/convert.h): core knows layouts only.
-constexpr uint32_t kMaxId = 71;
+constexpr uint32_t kMaxId = 72;
 constexpr uint32_t kFirstInternalId = 64;
 constexpr Entry kEntries[] = {
     {0, {"f32", 1, 4, false}},
@@ -57,6 +57,7 @@ constexpr Entry kEntries[] = {
     {68, {"q6_K_x16", 256, 210, true, 16}},
     {69, {"iq4_nl_x16", 32, 18, true, 16}},
     {70, {"iq4_xs_x16", 256, 136, true, 16}},
+    {71, {"bf16_x16", 1, 2, false, 16}},
 };
 
 struct Table {

@@ -1,9 +1,9 @@
-// mul_mat_id with quantized experts, as the file stores them and repacked into the _X16
-// layouts (backend/cpu/repack.h), on every level and 1-3 threads:
+// mul_mat_id with quantized (and F16 / BF16) experts, as the file stores them and
+// repacked into the _X16 layouts (backend/cpu/repack.h), on every level and 1-3 threads:
 //  - against a double-precision product of the dequantized expert and the unquantized
 //    activations, within the bound of quantizing the activations to the weight type's
 //    dot partner (the one approximation the engine adds; the same bound as
-//    mul_mat_quant_test.cpp);
+//    mul_mat_quant_test.cpp; BF16_X16 rounds them to bf16, F16 keeps them);
 //  - with repacked experts, every level computes the same bits, as the dense _X16 GEMMs
 //    do (each expert's tokens meet its matrix through them). The file-layout dots differ
 //    between levels in their summation order, for mul_mat as for mul_mat_id.
@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -51,8 +52,9 @@ std::vector<double> partner_error_bound(DType partner, const std::vector<float>&
 
 // Builds and checks case c; returns its one-thread result.
 std::vector<double> check_case(const QuantIdCase& c) {
-  const quant::Format* f = quant::format(c.type);
-  EXPECT_NE(f, nullptr);
+  const bool half = c.type == DType::F16 || c.type == DType::BF16;
+  const quant::Format* f = half ? nullptr : quant::format(c.type);
+  EXPECT_TRUE(half || f != nullptr);
   OpTest t(11);
   std::mt19937 rng(uint32_t(c.k + 7 * c.m + 13 * c.n_tokens));
   std::normal_distribution<float> dist(0.0f, 0.05f);
@@ -60,7 +62,14 @@ std::vector<double> check_case(const QuantIdCase& c) {
   std::vector<float> wf(size_t(rows * c.k));
   for (float& v : wf) v = dist(rng);
   std::vector<uint8_t> weights(dtype_row_size(c.type, c.k) * size_t(rows));
-  quant::quantize_rows(c.type, wf.data(), weights.data(), rows, c.k);
+  if (half) {
+    for (size_t i = 0; i < wf.size(); ++i) {
+      const uint16_t h = c.type == DType::BF16 ? f32_to_bf16(wf[i]) : f32_to_f16(wf[i]);
+      std::memcpy(weights.data() + 2 * i, &h, 2);
+    }
+  } else {
+    quant::quantize_rows(c.type, wf.data(), weights.data(), rows, c.k);
+  }
   std::vector<uint8_t> repacked;
   Tensor* as = nullptr;
   if (c.repack) {
@@ -88,9 +97,23 @@ std::vector<double> check_case(const QuantIdCase& c) {
     for (int64_t i = 0; i < c.n_used; ++i) {
       const int64_t e = ids[size_t(tok * c.n_used + i)];
       for (int64_t q = 0; q < c.k; ++q) x[size_t(q)] = float(t.at(b, q, i, tok));
-      const std::vector<double> err = partner_error_bound(f->dot_partner, x);
+      std::vector<double> err(x.size(), 0.0);
+      if (!half) {
+        err = partner_error_bound(f->dot_partner, x);
+      } else if (c.type == DType::BF16 && c.repack) {  // rounded to bf16: 2^-9 relative
+        for (size_t q = 0; q < x.size(); ++q) err[q] = std::ldexp(std::fabs(double(x[q])), -8);
+      }
       for (int64_t o = 0; o < c.m; ++o) {
-        f->dequantize(weights.data() + size_t(e * c.m + o) * row_bytes, w.data(), c.k);
+        const uint8_t* row = weights.data() + size_t(e * c.m + o) * row_bytes;
+        if (half) {
+          for (size_t q = 0; q < size_t(c.k); ++q) {
+            uint16_t h;
+            std::memcpy(&h, row + 2 * q, 2);
+            w[q] = c.type == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+          }
+        } else {
+          f->dequantize(row, w.data(), c.k);
+        }
         double sum = 0, mag = 0, bound = 0;
         for (size_t q = 0; q < size_t(c.k); ++q) {
           sum += double(w[q]) * double(x[q]);
@@ -136,6 +159,8 @@ const QuantIdCase kCases[] = {
     {DType::Q4_K, 256, 16, 4, 2, 7, false}, {DType::Q4_K, 256, 16, 4, 2, 7, true},
     {DType::Q6_K, 256, 16, 3, 2, 4, false}, {DType::Q6_K, 256, 32, 3, 2, 3, true},
     {DType::Q4_1, 64, 5, 4, 2, 6, false},   {DType::Q5_K, 256, 7, 3, 1, 5, false},
+    {DType::F16, 64, 16, 4, 2, 5, true},    {DType::BF16, 64, 16, 4, 2, 5, true},
+    {DType::BF16, 96, 32, 5, 2, 9, false},  {DType::BF16, 130, 16, 3, 1, 1, true},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, MulMatIdQuantTest, ::testing::ValuesIn(kCases));
 

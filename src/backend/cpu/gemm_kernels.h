@@ -14,6 +14,12 @@
 //              (dot_s over the signed values kIq4nlValues[q]; IQ4_NL is "quantized" above, w_i = value + 128)
 //   F16:       acc[0] = acc[1] = 0; for each element e in order: acc[e % 2] = fma(float(w_e), x_e, acc[e % 2]);
 //              result acc[0] + acc[1] (two chains, so one column is not bound by the fma latency)
+//   BF16:      x rounded to bf16 (to nearest even); acc[0] = acc[1] = 0; for each element pair p in
+//              order, with j = p % 2: acc[j] = ftz(fma(daz(w_2p+1), daz(x_2p+1), acc[j]));
+//              acc[j] = ftz(fma(daz(w_2p), daz(x_2p), acc[j])); result acc[0] + acc[1]. That is
+//              one AVX-512 BF16 vdpbf16ps per pair and chain (odd element first, each step
+//              rounded, denormal inputs read as zero and denormal results flushed to zero:
+//              daz / ftz), which the other levels reproduce with FMAs under MXCSR FTZ+DAZ.
 // with the integer sums exact, so every level, every tile width and every thread count
 // gives the same bits for the same inputs (one output never depends on its neighbours).
 #pragma once
@@ -55,6 +61,11 @@ void each_group(const void* w, int64_t n_groups, int64_t nb, const void* act, si
 using GemmF16X16Fn = void (*)(const void* w, int64_t k, const float* x, size_t x_stride,
                               int64_t n_cols, float* dst, size_t dst_stride);
 
+/// One group of 16 interleaved BF16 rows of k (even) elements times n_cols bf16 rows (row c
+/// at x + c * x_stride elements): writes dst[c * dst_stride + r] for r < 16.
+using GemmBF16X16Fn = void (*)(const void* w, int64_t k, const uint16_t* x, size_t x_stride,
+                               int64_t n_cols, float* dst, size_t dst_stride);
+
 struct GemmKernels {
   Isa isa;
   QuantizeX16Fn quantize_q8x;
@@ -66,6 +77,7 @@ struct GemmKernels {
   GemmX16Fn gemm_q6_K_x16;
   GemmX16Fn gemm_iq4_nl_x16;  // BlockQ8X activations, zero point 128
   GemmX16Fn gemm_iq4_xs_x16;  // BlockQ8KX activations
+  GemmBF16X16Fn gemm_bf16_x16;
 };
 
 /// The GEMM for a quantized _X16 type in table k.

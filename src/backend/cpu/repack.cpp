@@ -117,6 +117,17 @@ void repack_group_f16(const uint16_t* const* rows, int64_t row_len, uint8_t* dst
   }
 }
 
+// BF16: per element pair p, the 16 rows' pairs (w[2p] low, w[2p + 1] high) as 32-bit words.
+void repack_group_bf16(const uint16_t* const* rows, int64_t row_len, uint8_t* dst) {
+  auto* out = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t p = 0; p < row_len / 2; ++p) {
+    for (int r = 0; r < kGroupRows; ++r) {
+      out[(p * kGroupRows + r) * 2] = rows[r][2 * p];
+      out[(p * kGroupRows + r) * 2 + 1] = rows[r][2 * p + 1];
+    }
+  }
+}
+
 template <typename Block, int64_t kBlockElems, typename F>
 void repack_all(const void* src, void* dst, int64_t n_rows, int64_t row_len, F group) {
   const int64_t nb = row_len / kBlockElems;
@@ -176,6 +187,8 @@ DType repacked_type(DType t) {
       return DType::Q8_0_X16;
     case DType::F16:
       return DType::F16_X16;
+    case DType::BF16:
+      return DType::BF16_X16;
     case DType::Q4_K:
       return DType::Q4_K_X16;
     case DType::Q6_K:
@@ -200,18 +213,25 @@ bool x16_super_blocks(DType x16) {
 
 bool can_repack(const Tensor* t) {
   return repacked_type(t->type) != t->type && t->ne[3] == 1 &&
-         t->ne[1] % kGroupRows == 0 && t->is_contiguous();
+         t->ne[1] % kGroupRows == 0 && t->is_contiguous() &&
+         (t->type != DType::BF16 || t->ne[0] % 2 == 0);  // BF16_X16 holds element pairs
 }
 
 void repack_rows(DType type, const void* src, void* dst, int64_t n_rows, int64_t row_len) {
   TESSERA_CHECK(n_rows % kGroupRows == 0);
-  if (type == DType::F16) {
+  if (type == DType::F16 || type == DType::BF16) {
+    TESSERA_CHECK(type == DType::F16 || row_len % 2 == 0);
     for (int64_t g = 0; g < n_rows / kGroupRows; ++g) {
       const uint16_t* rows[kGroupRows];
       for (int r = 0; r < kGroupRows; ++r) {
         rows[r] = static_cast<const uint16_t*>(src) + (g * kGroupRows + r) * row_len;
       }
-      repack_group_f16(rows, row_len, static_cast<uint8_t*>(dst) + size_t(g * kGroupRows * row_len) * 2);
+      uint8_t* out = static_cast<uint8_t*>(dst) + size_t(g * kGroupRows * row_len) * 2;
+      if (type == DType::F16) {
+        repack_group_f16(rows, row_len, out);
+      } else {
+        repack_group_bf16(rows, row_len, out);
+      }
     }
     return;
   }

@@ -30,6 +30,9 @@
 // d[16] (fp16), the 4 scales_l bytes as one word x 16 rows and scales_h[16] (128 bytes).
 // F16_X16 is simpler: for each column e of the group, the 16 rows' halves (32 bytes), so
 // one load and one conversion give element e of all 16 rows as floats.
+// BF16_X16 (row_len even) pairs the elements as vdpbf16ps reads them: for each element
+// pair p, the 16 rows' pairs as 32-bit words (row r's w[2p] in the low half, w[2p + 1] in
+// the high half; 64 bytes), so one load holds two elements of all 16 rows.
 // A group is as many bytes as its 16 rows in the file layout, so tensor strides and
 // sizes do not change.
 #pragma once
@@ -80,7 +83,7 @@ int32_t x16_zero_point(DType x16);
 bool x16_super_blocks(DType x16);
 /// Whether `t` (a weight tensor) can be repacked: a type with an _X16 form, a matrix or a
 /// stack of them (the experts of a mixture-of-experts layer, dim 2), rows a multiple of 16
-/// (so no group spans two matrices), dense.
+/// (so no group spans two matrices), dense; BF16 rows of an even length.
 bool can_repack(const Tensor* t);
 /// Writes the _X16 layout of n_rows (a multiple of 16) rows of row_len elements of type
 /// `type` from src to dst (the same number of bytes; the two must not overlap).

@@ -57,10 +57,13 @@ IdLayout layout_of(const Tensor* node) {
     l.k_quant = x16_super_blocks(a->type);
     if (a->type == DType::F16_X16) {
       l.act_row = size_t(l.k) * sizeof(float);
+    } else if (a->type == DType::BF16_X16) {
+      l.act_row = size_t(l.k) * sizeof(uint16_t);
     } else {
       l.act_row = l.k_quant ? size_t(l.k / 256) * sizeof(BlockQ8KX) : size_t(l.k / 32) * sizeof(BlockQ8X);
     }
-    const int64_t tile = a->type == DType::F16_X16 ? 12 : 24;  // whole tiles of every level's kernels
+    const bool floats = a->type == DType::F16_X16 || a->type == DType::BF16_X16;
+    const int64_t tile = floats ? 12 : 24;  // whole tiles of every level's kernels
     l.chunk = std::max<int64_t>(tile, int64_t(kChunkBytes / l.act_row) / tile * tile);
     l.extra_bytes = round_up(size_t(kRunItems * kItemRows * l.chunk) * sizeof(float));
   } else if ((l.mm = quant_path(a))) {
@@ -103,6 +106,8 @@ void fill_row(const Tensor* node, const IdLayout& l, const int32_t* order, int64
   char* out = act + size_t(s) * l.act_row;
   if (l.path == Path::Quant) {
     l.mm.quantize(row, out, l.k);
+  } else if (l.path == Path::X16 && node->src[0]->type == DType::BF16_X16) {
+    vec_kernels().f32_to_bf16(row, reinterpret_cast<uint16_t*>(out), l.k);
   } else if (l.path == Path::X16 && node->src[0]->type != DType::F16_X16) {
     const GemmKernels& gk = gemm_kernels();
     if (l.k_quant) {
@@ -176,13 +181,19 @@ void x16_items(Tensor* node, const IdLayout& l, const Scratch& s, int64_t e, int
   auto* tile = reinterpret_cast<float*>(s.extra);
   auto* dst = static_cast<float*>(node->data);
   const bool f16 = a->type == DType::F16_X16;
+  const bool bf16 = a->type == DType::BF16_X16;
   for (int64_t cs = 0; cs < n; cs += l.chunk) {
     const int64_t nc = std::min(l.chunk, n - cs);
     const char* x = s.act + size_t(off + cs) * l.act_row;
     for (int64_t g = j0; g < j1; g += kRunItems) {
       const int64_t ng = std::min(kRunItems, j1 - g);
       const size_t stride = size_t(ng * kItemRows);
-      if (f16) {
+      if (bf16) {
+        for (int64_t q = 0; q < ng; ++q) {
+          gk.gemm_bf16_x16(w + size_t(g + q) * group_bytes, l.k, reinterpret_cast<const uint16_t*>(x), size_t(l.k),
+                           nc, tile + q * kItemRows, stride);
+        }
+      } else if (f16) {
         for (int64_t q = 0; q < ng; ++q) {
           gk.gemm_f16_x16(w + size_t(g + q) * group_bytes, l.k, reinterpret_cast<const float*>(x), size_t(l.k), nc,
                           tile + q * kItemRows, stride);

@@ -3,7 +3,7 @@
 // batch against all the activation rows routed to it, through the same kernels as the
 // dense mul_mat of its weight type:
 //   _X16 (weights repacked at load, repack.h): the register-tiled GEMMs (gemm_kernels.h),
-//     activations quantized once to BlockQ8X / BlockQ8KX (floats for F16_X16);
+//     activations quantized once to BlockQ8X / BlockQ8KX (floats for F16_X16, bf16 for BF16_X16);
 //   other quantized types: the quantized dot against activations quantized to the
 //     partner type (quant_kernels.h);
 //   float types: rows converted to F32 and dot_f32.

@@ -5,6 +5,7 @@
 #include "backend/cpu/gemm_kernels.h"
 #include "backend/cpu/ops/common.h"
 #include "backend/cpu/repack.h"
+#include "backend/cpu/vec.h"
 
 namespace tessera::cpu {
 namespace {
@@ -20,10 +21,11 @@ constexpr int64_t kGrain = 2;
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // What the kernels read as activations: BlockQ8X rows (Q4_0, Q8_0), BlockQ8KX rows
-// (k-quants), or float rows (F16 weights): src1 itself when it is contiguous, else a
-// packed copy.
+// (k-quants), bf16 rows (BF16 weights), or float rows (F16 weights): src1 itself when it
+// is contiguous, else a packed copy.
 struct X16Layout {
-  bool quantized;    // src0 is a quantized _X16 type (else F16_X16)
+  bool quantized;    // src0 is a quantized _X16 type (else F16_X16 or BF16_X16)
+  bool bf16;         // src0 is BF16_X16: activations rounded to bf16
   bool k_quant;      // super-blocks of 256 and BlockQ8KX activations
   bool direct;       // float activations read straight from src1
   size_t act_row;    // bytes of one activation row
@@ -40,16 +42,19 @@ constexpr int64_t kOwnRows = 4;
 X16Layout layout_of(const Tensor* node) {
   const Tensor* b = node->src[1];
   X16Layout l{};
-  l.quantized = node->src[0]->type != DType::F16_X16;
+  l.bf16 = node->src[0]->type == DType::BF16_X16;
+  l.quantized = node->src[0]->type != DType::F16_X16 && !l.bf16;
   l.k_quant = x16_super_blocks(node->src[0]->type);
-  l.direct = !l.quantized && b->is_contiguous();
+  l.direct = node->src[0]->type == DType::F16_X16 && b->is_contiguous();
   if (l.k_quant) {
     l.act_row = size_t(b->ne[0] / 256) * sizeof(BlockQ8KX);
+  } else if (l.bf16) {
+    l.act_row = size_t(b->ne[0]) * sizeof(uint16_t);
   } else {
     l.act_row = l.quantized ? size_t(b->ne[0] / 32) * sizeof(BlockQ8X) : size_t(b->ne[0]) * sizeof(float);
   }
   l.act_bytes = l.direct ? 0 : round_up(l.act_row * size_t(b->nrows()));
-  l.buf_bytes = l.quantized && b->nb[0] != sizeof(float) ? round_up(size_t(b->ne[0]) * sizeof(float)) : 0;
+  l.buf_bytes = (l.quantized || l.bf16) && b->nb[0] != sizeof(float) ? round_up(size_t(b->ne[0]) * sizeof(float)) : 0;
   l.own = !l.direct && b->nrows() <= kOwnRows;
   return l;
 }
@@ -60,10 +65,20 @@ char* thread_area(char* work, const X16Layout& l, int ith) {
   return l.own ? base + size_t(ith) * (l.act_bytes + l.buf_bytes) : base + l.act_bytes + size_t(ith) * l.buf_bytes;
 }
 
-// Writes activation rows [r0, r1) of src1 at act: quantized (quantized weights) or
-// packed floats (F16 weights). buf: a float row for strided src1 rows.
+// Writes activation rows [r0, r1) of src1 at act: quantized (quantized weights), rounded
+// to bf16 (BF16 weights) or packed floats (F16 weights). buf: a float row for strided
+// src1 rows.
 void fill_rows(const Tensor* node, const X16Layout& l, int64_t r0, int64_t r1, char* act, float* buf) {
   const Tensor* b = node->src[1];
+  if (l.bf16) {
+    const VecKernels& v = vec_kernels();
+    for (int64_t r = r0; r < r1; ++r) {
+      const RowIndex ri = row_index(b, r);
+      v.f32_to_bf16(read_row(b, ri.i1, ri.i2, ri.i3, buf), reinterpret_cast<uint16_t*>(act + size_t(r) * l.act_row),
+                    b->ne[0]);
+    }
+    return;
+  }
   if (!l.quantized) {
     for (int64_t r = r0; r < r1; ++r) {
       const RowIndex ri = row_index(b, r);
@@ -104,7 +119,8 @@ size_t mul_mat_x16_work_size(const Tensor* node, int nth) {
   return kAlign + (l.own ? 0 : l.act_bytes) + size_t(nth) * ((l.own ? l.act_bytes : 0) + l.buf_bytes);
 }
 
-// Quantizes src1 rows (quantized weights) or packs strided ones (F16 weights), split over
+// Quantizes src1 rows (quantized weights), rounds them to bf16 (BF16 weights) or packs
+// strided ones (F16 weights), split over
 // threads, into the activation rows at the start of the scratch (unless l.own).
 bool mul_mat_x16_prepare(Tensor* node, const KernelParams& p) {
   const X16Layout l = layout_of(node);
@@ -151,13 +167,19 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
     }
     for (int64_t g = g0; g < g1; ++g) {
       const char* w = static_cast<const char*>(a->data) + size_t(g) * group_bytes;
+      if (l.bf16) {
+        kernels.gemm_bf16_x16(w, k, reinterpret_cast<const uint16_t*>(x), size_t(k), ce - cs,
+                              dst + size_t(cs) * dst_stride + size_t(g * kGroupRows), dst_stride);
+        continue;
+      }
       kernels.gemm_f16_x16(w, k, reinterpret_cast<const float*>(x), size_t(k), ce - cs,
                            dst + size_t(cs) * dst_stride + size_t(g * kGroupRows), dst_stride);
     }
   };
   // Whole tiles of every level's kernels: multiples of 24 quantized columns (tiles of 8
-  // and 24), 12 float ones (tiles of 3 and 12; an F16 ffn_down row, k = 5632, leaves
-  // room for 45 columns: 36 read the weights from memory 14 times a prompt of 512, not 21).
+  // and 24), 12 float or bf16 ones (tiles of 3 and 12; an F16 ffn_down row, k = 5632,
+  // leaves room for 45 columns: 36 read the weights from memory 14 times a prompt of 512,
+  // not 21).
   const int64_t tile = l.quantized ? 24 : 12;
   const int64_t chunk = std::max<int64_t>(tile, int64_t(kChunkBytes / l.act_row) / tile * tile);
   if (n_cols <= chunk && n_groups >= p.nth && p.slots != nullptr) {

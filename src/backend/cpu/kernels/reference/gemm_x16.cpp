@@ -1,5 +1,6 @@
 // Reference _X16 kernels (gemm_kernels.h): plain loops that state the layout of
 // repack.h and the accumulation order every level follows.
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -158,6 +159,29 @@ void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t
   }
 }
 
+// vdpbf16ps's handling of denormals: read as zero (inputs), flushed to zero (results),
+// keeping the sign.
+inline float flush(float v) { return std::fabs(v) < FLT_MIN ? std::copysign(0.0f, v) : v; }
+
+void gemm_bf16(const void* w, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols,
+               float* dst, size_t dst_stride) {
+  const auto* h = static_cast<const uint16_t*>(w);
+  for (int64_t c = 0; c < n_cols; ++c) {
+    const uint16_t* xc = x + size_t(c) * x_stride;
+    for (int r = 0; r < kGroupRows; ++r) {
+      float acc[2] = {0.0f, 0.0f};
+      for (int64_t p = 0; p < k / 2; ++p) {
+        const uint16_t* pair = h + (p * kGroupRows + r) * 2;
+        float& a = acc[p % 2];
+        for (int i : {1, 0}) {
+          a = flush(std::fma(flush(bf16_to_f32(pair[i])), flush(bf16_to_f32(xc[2 * p + i])), a));
+        }
+      }
+      dst[size_t(c) * dst_stride + size_t(r)] = acc[0] + acc[1];
+    }
+  }
+}
+
 }  // namespace
 
 // The 4-bit non-linear formats (gemm_x16_iq4.cpp).
@@ -177,6 +201,7 @@ const GemmKernels kGemmKernels = {
     .gemm_q6_K_x16 = each_group<gemm_q6_K, sizeof(quant::BlockQ6_K)>,
     .gemm_iq4_nl_x16 = gemm_iq4_nl_x16,
     .gemm_iq4_xs_x16 = gemm_iq4_xs_x16,
+    .gemm_bf16_x16 = gemm_bf16,
 };
 
 }  // namespace tessera::cpu::reference

@@ -37,6 +37,12 @@
 #include "backend/cpu/repack.h"
 #include "quant/blocks.h"
 
+// BF16 (gemm_x16_bf16.cpp): FMAs only, one kernel for both AVX2 tables.
+namespace tessera::cpu::avx2 {
+void gemm_bf16_x16(const void* w, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols, float* dst,
+                   size_t dst_stride);
+}
+
 #ifdef __AVXVNNI__
 namespace tessera::cpu::avx2_vnni {
 using avx2::kQuantKernels;  // the activation quantizers are the AVX2 level's
@@ -873,6 +879,7 @@ const GemmKernels kGemmKernels = {
     .gemm_q6_K_x16 = gemm_q6_K,
     .gemm_iq4_nl_x16 = gemm_iq4_nl_x16,
     .gemm_iq4_xs_x16 = gemm_iq4_xs_x16,
+    .gemm_bf16_x16 = avx2::gemm_bf16_x16,
 };
 
 }  // namespace tessera::cpu::avx2 (or avx2_vnni)

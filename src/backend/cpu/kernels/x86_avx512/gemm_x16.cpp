@@ -476,6 +476,10 @@ void gemm_iq4_nl_x16(const void* w, int64_t n_groups, int64_t nb, const void* ac
 void gemm_iq4_xs_x16(const void* w, int64_t n_groups, int64_t nb, const void* act, size_t act_stride,
                      int64_t n_cols, float* dst, size_t dst_stride);
 
+// BF16 with vdpbf16ps (gemm_x16_bf16.cpp).
+void gemm_bf16_x16(const void* w, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols, float* dst,
+                   size_t dst_stride);
+
 const GemmKernels kGemmKernels = {
     .isa = Isa::Avx512,
     .quantize_q8x = x86::quantize_q8x<kQuantKernels>,
@@ -487,6 +491,7 @@ const GemmKernels kGemmKernels = {
     .gemm_q6_K_x16 = gemm_q6_K,
     .gemm_iq4_nl_x16 = gemm_iq4_nl_x16,
     .gemm_iq4_xs_x16 = gemm_iq4_xs_x16,
+    .gemm_bf16_x16 = gemm_bf16_x16,
 };
 
 }  // namespace tessera::cpu::avx512

@@ -1,0 +1,67 @@
+// AVX-512 BF16 kernel for the repacked BF16_X16 weights (gemm_kernels.h, layout in
+// repack.h). One 64-byte load holds an element pair of all 16 rows, and vdpbf16ps adds
+// both products into the row's lane against one column's pair (a broadcast 32-bit
+// word): the contract's step, to the bit, in one instruction. Pairs alternate between two
+// accumulators per column (the contract's chains), 12 columns per tile (24 accumulators).
+// Decode is the same tile with one column; the group streams from memory with the
+// prefetch sweep of the other kernels.
+#include "backend/cpu/kernels/x86_intrin.h"
+
+#include <cstring>
+
+#include "backend/cpu/gemm_kernels.h"
+#include "backend/cpu/kernels/x86_tile_loops.h"
+#include "backend/cpu/repack.h"
+
+namespace tessera::cpu::avx512 {
+namespace {
+
+using x86::for_each_tile;
+using x86::prefetch_stream;
+
+constexpr int kCols = 12;
+
+inline __m512bh weight_pairs(const uint16_t* w, int64_t p) {
+  return (__m512bh)_mm512_loadu_si512(w + p * kGroupRows * 2);
+}
+
+inline __m512bh pair_of(const uint16_t* x, int64_t p) {
+  int32_t word;
+  std::memcpy(&word, x + 2 * p, 4);
+  return (__m512bh)_mm512_set1_epi32(word);
+}
+
+template <int N>
+void tile(const uint16_t* w, int64_t k, const uint16_t* x, size_t x_stride, float* dst, size_t dst_stride) {
+  __m512 acc[N][2];
+  for (int c = 0; c < N; ++c) acc[c][0] = acc[c][1] = _mm512_setzero_ps();
+  const int64_t np = k / 2;
+  int64_t p = 0;
+  for (; p + 2 <= np; p += 2) {
+    prefetch_stream(reinterpret_cast<const uint8_t*>(w), size_t(p) * 64, 128);
+    const __m512bh w0 = weight_pairs(w, p);
+    const __m512bh w1 = weight_pairs(w, p + 1);
+    for (int c = 0; c < N; ++c) {
+      const uint16_t* xc = x + size_t(c) * x_stride;
+      acc[c][0] = _mm512_dpbf16_ps(acc[c][0], w0, pair_of(xc, p));
+      acc[c][1] = _mm512_dpbf16_ps(acc[c][1], w1, pair_of(xc, p + 1));
+    }
+  }
+  if (p < np) {
+    const __m512bh w0 = weight_pairs(w, p);
+    for (int c = 0; c < N; ++c) acc[c][0] = _mm512_dpbf16_ps(acc[c][0], w0, pair_of(x + size_t(c) * x_stride, p));
+  }
+  for (int c = 0; c < N; ++c) _mm512_storeu_ps(dst + size_t(c) * dst_stride, _mm512_add_ps(acc[c][0], acc[c][1]));
+}
+
+}  // namespace
+
+void gemm_bf16_x16(const void* w, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols, float* dst,
+                   size_t dst_stride) {
+  const auto* h = static_cast<const uint16_t*>(w);
+  for_each_tile<kCols>(n_cols, [&](auto n, int64_t c) {
+    tile<decltype(n)::value>(h, k, x + c * x_stride, x_stride, dst + c * dst_stride, dst_stride);
+  });
+}
+
+}  // namespace tessera::cpu::avx512
