@@ -111,10 +111,11 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g, bool stre
   std::vector<float> out(static_cast<size_t>(rows * n_cols));
   const size_t group_bytes = size_t(kGroupRows * nb) * c.block_bytes;
   for (auto _ : state) {
-    if (c.type == DType::BF16) {
-      for (int64_t grp = 0; grp < rows / kGroupRows; ++grp) {
-        g.gemm_bf16_x16(packed.get() + size_t(grp) * group_bytes, kK, reinterpret_cast<const uint16_t*>(act.data()),
-                        size_t(kK), n_cols, out.data() + grp * kGroupRows, size_t(rows));
+    if (c.type == DType::BF16) {  // in runs of 8 groups, as mul_mat hands them to a thread
+      for (int64_t grp = 0; grp < rows / kGroupRows; grp += 8) {
+        g.gemm_bf16_x16(packed.get() + size_t(grp) * group_bytes, std::min<int64_t>(8, rows / kGroupRows - grp), kK,
+                        reinterpret_cast<const uint16_t*>(act.data()), size_t(kK), n_cols,
+                        out.data() + grp * kGroupRows, size_t(rows));
       }
     } else if (c.type == DType::F16) {
       for (int64_t grp = 0; grp < rows / kGroupRows; ++grp) {

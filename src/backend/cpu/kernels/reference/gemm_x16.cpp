@@ -163,9 +163,8 @@ void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t
 // keeping the sign.
 inline float flush(float v) { return std::fabs(v) < FLT_MIN ? std::copysign(0.0f, v) : v; }
 
-void gemm_bf16(const void* w, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols,
-               float* dst, size_t dst_stride) {
-  const auto* h = static_cast<const uint16_t*>(w);
+void gemm_bf16_group(const uint16_t* h, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols,
+                     float* dst, size_t dst_stride) {
   for (int64_t c = 0; c < n_cols; ++c) {
     const uint16_t* xc = x + size_t(c) * x_stride;
     for (int r = 0; r < kGroupRows; ++r) {
@@ -179,6 +178,14 @@ void gemm_bf16(const void* w, int64_t k, const uint16_t* x, size_t x_stride, int
       }
       dst[size_t(c) * dst_stride + size_t(r)] = acc[0] + acc[1];
     }
+  }
+}
+
+void gemm_bf16(const void* w, int64_t n_groups, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols,
+               float* dst, size_t dst_stride) {
+  for (int64_t g = 0; g < n_groups; ++g) {
+    gemm_bf16_group(static_cast<const uint16_t*>(w) + g * kGroupRows * k, k, x, x_stride, n_cols, dst + g * kGroupRows,
+                    dst_stride);
   }
 }
 

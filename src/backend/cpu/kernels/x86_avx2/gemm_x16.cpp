@@ -39,8 +39,8 @@
 
 // BF16 (gemm_x16_bf16.cpp): FMAs only, one kernel for both AVX2 tables.
 namespace tessera::cpu::avx2 {
-void gemm_bf16_x16(const void* w, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols, float* dst,
-                   size_t dst_stride);
+void gemm_bf16_x16(const void* w, int64_t n_groups, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols,
+                   float* dst, size_t dst_stride);
 }
 
 #ifdef __AVXVNNI__

@@ -198,12 +198,19 @@ void prompt_gemm(const uint16_t* w, int64_t k, const uint16_t* x, size_t x_strid
 
 }  // namespace
 
-void gemm_bf16_x16(const void* w, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols, float* dst,
-                   size_t dst_stride) {
-  const auto* h = static_cast<const uint16_t*>(w);
-  if (n_cols > kDecodeCols) return prompt_gemm(h, k, x, x_stride, n_cols, dst, dst_stride);
-  if (n_cols == 2) return decode_tile<2>(h, k, x, x_stride, dst, dst_stride);
-  if (n_cols == 1) decode_tile<1>(h, k, x, x_stride, dst, dst_stride);
+void gemm_bf16_x16(const void* w, int64_t n_groups, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols,
+                   float* dst, size_t dst_stride) {
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const uint16_t* h = static_cast<const uint16_t*>(w) + g * kGroupRows * k;
+    float* d = dst + g * kGroupRows;
+    if (n_cols > kDecodeCols) {
+      prompt_gemm(h, k, x, x_stride, n_cols, d, dst_stride);
+    } else if (n_cols == 2) {
+      decode_tile<2>(h, k, x, x_stride, d, dst_stride);
+    } else if (n_cols == 1) {
+      decode_tile<1>(h, k, x, x_stride, d, dst_stride);
+    }
+  }
 }
 
 }  // namespace tessera::cpu::avx2

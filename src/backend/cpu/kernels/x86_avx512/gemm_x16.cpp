@@ -477,8 +477,8 @@ void gemm_iq4_xs_x16(const void* w, int64_t n_groups, int64_t nb, const void* ac
                      int64_t n_cols, float* dst, size_t dst_stride);
 
 // BF16 with vdpbf16ps (gemm_x16_bf16.cpp).
-void gemm_bf16_x16(const void* w, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols, float* dst,
-                   size_t dst_stride);
+void gemm_bf16_x16(const void* w, int64_t n_groups, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols,
+                   float* dst, size_t dst_stride);
 
 const GemmKernels kGemmKernels = {
     .isa = Isa::Avx512,
