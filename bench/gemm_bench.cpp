@@ -117,10 +117,10 @@ void run(benchmark::State& state, const Case& c, const GemmKernels& g, bool stre
                         reinterpret_cast<const uint16_t*>(act.data()), size_t(kK), n_cols,
                         out.data() + grp * kGroupRows, size_t(rows));
       }
-    } else if (c.type == DType::F16) {
-      for (int64_t grp = 0; grp < rows / kGroupRows; ++grp) {
-        g.gemm_f16_x16(packed.get() + size_t(grp) * group_bytes, kK, x.data(), size_t(kK), n_cols,
-                       out.data() + grp * kGroupRows, size_t(rows));
+    } else if (c.type == DType::F16) {  // in runs of 8 groups, likewise
+      for (int64_t grp = 0; grp < rows / kGroupRows; grp += 8) {
+        g.gemm_f16_x16(packed.get() + size_t(grp) * group_bytes, std::min<int64_t>(8, rows / kGroupRows - grp), kK,
+                       x.data(), size_t(kK), n_cols, out.data() + grp * kGroupRows, size_t(rows));
       }
     } else {  // in runs of 8 groups, as mul_mat hands them to a thread
       for (int64_t grp = 0; grp < rows / kGroupRows; grp += 8) {

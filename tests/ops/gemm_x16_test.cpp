@@ -129,10 +129,12 @@ std::vector<float> run(const GemmKernels& g, const X16Layout& l, const std::vect
   return out;
 }
 
+// n_groups groups (w holds them back to back) in one call: outputs [n_cols][16 * n_groups].
 std::vector<float> run_f16(const GemmKernels& g, const std::vector<uint16_t>& w, int64_t k,
-                           const std::vector<float>& x, int64_t n_cols) {
-  std::vector<float> out(static_cast<size_t>(n_cols * kGroupRows));
-  g.gemm_f16_x16(w.data(), k, x.data(), size_t(k), n_cols, out.data(), kGroupRows);
+                           const std::vector<float>& x, int64_t n_cols, int64_t n_groups = 1) {
+  const size_t stride = size_t(n_groups * kGroupRows);
+  std::vector<float> out(static_cast<size_t>(n_cols) * stride);
+  g.gemm_f16_x16(w.data(), n_groups, k, x.data(), size_t(k), n_cols, out.data(), stride);
   return out;
 }
 
@@ -238,6 +240,40 @@ TEST(GemmX16Test, F16MatchesReferenceToTheBit) {
                          level_name(g) + " F16 k " + std::to_string(k) +
                              " columns " + std::to_string(n));
         if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Several F16 groups per call (the AVX-512 tile takes two at a time, an odd last one
+// alone): every output is the reference's for its group alone.
+TEST(GemmX16Test, F16SeveralGroupsPerCallMatchOneGroupOfTheReference) {
+  const GemmKernels& ref = cpu::reference::kGemmKernels;
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const GemmKernels* g : vector_levels()) {
+    for (int64_t n_groups : {2, 3, 5}) {
+      for (int64_t k : {1, 6, 257}) {
+        std::vector<uint16_t> w(static_cast<size_t>(n_groups * k * kGroupRows));
+        for (uint16_t& h : w) h = f32_to_f16(dist(rng));
+        for (int64_t n : {1, 2, 5, 6, 7, 13, 121}) {
+          std::vector<float> x(static_cast<size_t>(n * k));
+          for (float& v : x) v = dist(rng);
+          const std::vector<float> got = run_f16(*g, w, k, x, n, n_groups);
+          for (int64_t i = 0; i < n_groups; ++i) {
+            const std::vector<uint16_t> one(w.begin() + i * k * kGroupRows, w.begin() + (i + 1) * k * kGroupRows);
+            const std::vector<float> want = run_f16(ref, one, k, x, n);
+            std::vector<float> mine;
+            for (int64_t c = 0; c < n; ++c) {
+              const float* row = got.data() + c * n_groups * kGroupRows + i * kGroupRows;
+              mine.insert(mine.end(), row, row + kGroupRows);
+            }
+            expect_same_bits(mine, want,
+                             level_name(g) + " F16 group " + std::to_string(i) + " of " + std::to_string(n_groups) +
+                                 " k " + std::to_string(k) + " columns " + std::to_string(n));
+            if (HasFatalFailure()) return;
+          }
+        }
       }
     }
   }

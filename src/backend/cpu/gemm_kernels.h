@@ -56,9 +56,11 @@ void each_group(const void* w, int64_t n_groups, int64_t nb, const void* act, si
         dst_stride);
 }
 
-/// One group of 16 interleaved F16 rows of k elements times n_cols float rows (row c at
-/// x + c * x_stride floats): writes dst[c * dst_stride + r] for r < 16.
-using GemmF16X16Fn = void (*)(const void* w, int64_t k, const float* x, size_t x_stride,
+/// n_groups consecutive groups of 16 interleaved F16 rows of k elements (group g at
+/// w + g * 32 * k bytes) times n_cols float rows (row c at x + c * x_stride floats): writes
+/// dst[c * dst_stride + 16 * g + r] for r < 16. Several groups per call let the AVX-512
+/// tile take two at a time.
+using GemmF16X16Fn = void (*)(const void* w, int64_t n_groups, int64_t k, const float* x, size_t x_stride,
                               int64_t n_cols, float* dst, size_t dst_stride);
 
 /// n_groups consecutive groups of 16 interleaved BF16 rows of k (even) elements (group g at

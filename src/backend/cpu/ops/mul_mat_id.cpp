@@ -192,10 +192,8 @@ void x16_items(Tensor* node, const IdLayout& l, const Scratch& s, int64_t e, int
         gk.gemm_bf16_x16(w + size_t(g) * group_bytes, ng, l.k, reinterpret_cast<const uint16_t*>(x), size_t(l.k), nc,
                          tile, stride);
       } else if (f16) {
-        for (int64_t q = 0; q < ng; ++q) {
-          gk.gemm_f16_x16(w + size_t(g + q) * group_bytes, l.k, reinterpret_cast<const float*>(x), size_t(l.k), nc,
-                          tile + q * kItemRows, stride);
-        }
+        gk.gemm_f16_x16(w + size_t(g) * group_bytes, ng, l.k, reinterpret_cast<const float*>(x), size_t(l.k), nc, tile,
+                        stride);
       } else {
         gemm_x16(gk, a->type)(w + size_t(g) * group_bytes, ng, l.k / (l.k_quant ? 256 : 32), x, l.act_row, nc, tile,
                               stride);

@@ -15,7 +15,7 @@ constexpr size_t kAlign = 64;
 // machines we measure) while every weight group of the thread passes over it.
 constexpr size_t kChunkBytes = 1u << 20;
 // The work queue hands out weight groups in multiples of two: decode reads the k-quants
-// two groups at a time (pairs_then_groups), and the AVX-512 BF16 tile takes two.
+// two groups at a time (pairs_then_groups), and the AVX-512 F16 and BF16 tiles take two.
 constexpr int64_t kGrain = 2;
 
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -165,16 +165,13 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
                                  dst + size_t(cs) * dst_stride + size_t(g0 * kGroupRows), dst_stride);
       return;
     }
-    if (l.bf16) {  // likewise: the AVX-512 tile takes two groups at a time
-      kernels.gemm_bf16_x16(static_cast<const char*>(a->data) + size_t(g0) * group_bytes, g1 - g0, k,
-                            reinterpret_cast<const uint16_t*>(x), size_t(k), ce - cs,
-                            dst + size_t(cs) * dst_stride + size_t(g0 * kGroupRows), dst_stride);
-      return;
-    }
-    for (int64_t g = g0; g < g1; ++g) {
-      const char* w = static_cast<const char*>(a->data) + size_t(g) * group_bytes;
-      kernels.gemm_f16_x16(w, k, reinterpret_cast<const float*>(x), size_t(k), ce - cs,
-                           dst + size_t(cs) * dst_stride + size_t(g * kGroupRows), dst_stride);
+    // Likewise for F16 and BF16: the AVX-512 tiles take two groups at a time.
+    const char* w = static_cast<const char*>(a->data) + size_t(g0) * group_bytes;
+    float* d = dst + size_t(cs) * dst_stride + size_t(g0 * kGroupRows);
+    if (l.bf16) {
+      kernels.gemm_bf16_x16(w, g1 - g0, k, reinterpret_cast<const uint16_t*>(x), size_t(k), ce - cs, d, dst_stride);
+    } else {
+      kernels.gemm_f16_x16(w, g1 - g0, k, reinterpret_cast<const float*>(x), size_t(k), ce - cs, d, dst_stride);
     }
   };
   // Whole tiles of every level's kernels: multiples of 24 quantized columns (tiles of 8

@@ -144,9 +144,8 @@ void gemm_q6_K(const void* w, int64_t nb, const void* act, size_t act_stride, in
   }
 }
 
-void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
-              float* dst, size_t dst_stride) {
-  const auto* h = static_cast<const uint16_t*>(w);
+void gemm_f16_group(const uint16_t* h, int64_t k, const float* x, size_t x_stride, int64_t n_cols, float* dst,
+                    size_t dst_stride) {
   for (int64_t c = 0; c < n_cols; ++c) {
     const float* xc = x + size_t(c) * x_stride;
     for (int r = 0; r < kGroupRows; ++r) {
@@ -156,6 +155,14 @@ void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t
       }
       dst[size_t(c) * dst_stride + size_t(r)] = acc[0] + acc[1];
     }
+  }
+}
+
+void gemm_f16(const void* w, int64_t n_groups, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
+              float* dst, size_t dst_stride) {
+  for (int64_t g = 0; g < n_groups; ++g) {
+    gemm_f16_group(static_cast<const uint16_t*>(w) + g * kGroupRows * k, k, x, x_stride, n_cols, dst + g * kGroupRows,
+                   dst_stride);
   }
 }
 

@@ -852,12 +852,19 @@ void prompt_gemm_f16(const uint16_t* h, int64_t k, const float* x, size_t x_stri
   }
 }
 
-void gemm_f16(const void* w, int64_t k, const float* x, size_t x_stride, int64_t n_cols, float* dst,
-              size_t dst_stride) {
-  const auto* h = static_cast<const uint16_t*>(w);
-  if (n_cols > kF16DecodeCols) return prompt_gemm_f16(h, k, x, x_stride, n_cols, dst, dst_stride);
-  if (n_cols == 2) return decode_tile_f16<2>(h, k, x, x_stride, dst, dst_stride);
-  if (n_cols == 1) decode_tile_f16<1>(h, k, x, x_stride, dst, dst_stride);
+void gemm_f16(const void* w, int64_t n_groups, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
+              float* dst, size_t dst_stride) {
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const uint16_t* h = static_cast<const uint16_t*>(w) + g * kGroupRows * k;
+    float* d = dst + g * kGroupRows;
+    if (n_cols > kF16DecodeCols) {
+      prompt_gemm_f16(h, k, x, x_stride, n_cols, d, dst_stride);
+    } else if (n_cols == 2) {
+      decode_tile_f16<2>(h, k, x, x_stride, d, dst_stride);
+    } else if (n_cols == 1) {
+      decode_tile_f16<1>(h, k, x, x_stride, d, dst_stride);
+    }
+  }
 }
 
 }  // namespace
