@@ -245,10 +245,29 @@ TEST(GemmX16Test, F16MatchesReferenceToTheBit) {
   }
 }
 
+// Table g's outputs for n_groups groups in one call (run(table, w, k, x, n_cols, n_groups))
+// against the reference's for each group alone.
+template <typename X, typename Run>
+void expect_groups_match_reference(const GemmKernels& g, const std::vector<uint16_t>& w, int64_t k,
+                                   const std::vector<X>& x, int64_t n, int64_t n_groups, Run run,
+                                   const std::string& what) {
+  const std::vector<float> got = run(g, w, k, x, n, n_groups);
+  for (int64_t i = 0; i < n_groups; ++i) {
+    const std::vector<uint16_t> one(w.begin() + i * k * kGroupRows, w.begin() + (i + 1) * k * kGroupRows);
+    const std::vector<float> want = run(cpu::reference::kGemmKernels, one, k, x, n, 1);
+    std::vector<float> mine;
+    for (int64_t c = 0; c < n; ++c) {
+      const float* row = got.data() + c * n_groups * kGroupRows + i * kGroupRows;
+      mine.insert(mine.end(), row, row + kGroupRows);
+    }
+    expect_same_bits(mine, want, what + " group " + std::to_string(i) + " of " + std::to_string(n_groups));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 // Several F16 groups per call (the AVX-512 tile takes two at a time, an odd last one
 // alone): every output is the reference's for its group alone.
 TEST(GemmX16Test, F16SeveralGroupsPerCallMatchOneGroupOfTheReference) {
-  const GemmKernels& ref = cpu::reference::kGemmKernels;
   std::mt19937 rng(23);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (const GemmKernels* g : vector_levels()) {
@@ -259,20 +278,9 @@ TEST(GemmX16Test, F16SeveralGroupsPerCallMatchOneGroupOfTheReference) {
         for (int64_t n : {1, 2, 5, 6, 7, 13, 121}) {
           std::vector<float> x(static_cast<size_t>(n * k));
           for (float& v : x) v = dist(rng);
-          const std::vector<float> got = run_f16(*g, w, k, x, n, n_groups);
-          for (int64_t i = 0; i < n_groups; ++i) {
-            const std::vector<uint16_t> one(w.begin() + i * k * kGroupRows, w.begin() + (i + 1) * k * kGroupRows);
-            const std::vector<float> want = run_f16(ref, one, k, x, n);
-            std::vector<float> mine;
-            for (int64_t c = 0; c < n; ++c) {
-              const float* row = got.data() + c * n_groups * kGroupRows + i * kGroupRows;
-              mine.insert(mine.end(), row, row + kGroupRows);
-            }
-            expect_same_bits(mine, want,
-                             level_name(g) + " F16 group " + std::to_string(i) + " of " + std::to_string(n_groups) +
-                                 " k " + std::to_string(k) + " columns " + std::to_string(n));
-            if (HasFatalFailure()) return;
-          }
+          expect_groups_match_reference(*g, w, k, x, n, n_groups, run_f16,
+                                        level_name(g) + " F16 k " + std::to_string(k) + " columns " + std::to_string(n));
+          if (HasFatalFailure()) return;
         }
       }
     }
@@ -342,7 +350,6 @@ TEST(GemmX16Test, BF16MatchesReferenceToTheBit) {
 // Several groups per call (the AVX-512 tile takes two at a time, an odd last one alone):
 // every output is the reference's for its group alone.
 TEST(GemmX16Test, BF16SeveralGroupsPerCallMatchOneGroupOfTheReference) {
-  const GemmKernels& ref = cpu::reference::kGemmKernels;
   std::mt19937 rng(19);
   for (const GemmKernels* g : vector_levels()) {
     for (int64_t n_groups : {2, 3, 5}) {
@@ -352,20 +359,9 @@ TEST(GemmX16Test, BF16SeveralGroupsPerCallMatchOneGroupOfTheReference) {
         for (int64_t n : {1, 2, 5, 6, 7, 13, 121}) {
           std::vector<uint16_t> x(static_cast<size_t>(n * k));
           for (uint16_t& h : x) h = bf16_of(0, rng);
-          const std::vector<float> got = run_bf16(*g, w, k, x, n, n_groups);
-          for (int64_t i = 0; i < n_groups; ++i) {
-            const std::vector<uint16_t> one(w.begin() + i * k * kGroupRows, w.begin() + (i + 1) * k * kGroupRows);
-            const std::vector<float> want = run_bf16(ref, one, k, x, n);
-            std::vector<float> mine;
-            for (int64_t c = 0; c < n; ++c) {
-              const float* row = got.data() + c * n_groups * kGroupRows + i * kGroupRows;
-              mine.insert(mine.end(), row, row + kGroupRows);
-            }
-            expect_same_bits(mine, want,
-                             level_name(g) + " BF16 group " + std::to_string(i) + " of " + std::to_string(n_groups) +
-                                 " k " + std::to_string(k) + " columns " + std::to_string(n));
-            if (HasFatalFailure()) return;
-          }
+          expect_groups_match_reference(*g, w, k, x, n, n_groups, run_bf16,
+                                        level_name(g) + " BF16 k " + std::to_string(k) + " columns " + std::to_string(n));
+          if (HasFatalFailure()) return;
         }
       }
     }

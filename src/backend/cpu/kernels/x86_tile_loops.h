@@ -143,6 +143,21 @@ void for_each_tile(int64_t n_cols, Tile tile) {
   tail_tile<kMax - 1>(n_cols - c, c, tile);
 }
 
+// The AVX-512 F16 and BF16 GEMMs over a run of n_groups groups of 16-bit weights,
+// group_elems each: when `pairs` (prompts), two groups at a time in tiles of up to kPair
+// columns (pair(std::integral_constant<int, N>, w, v, c, g): groups g and g + 1 at w and v,
+// columns [c, c + N)), then what is left (decode, an odd last group) one group at a time
+// in tiles of up to kOne (one(N, w, c, g)).
+template <int kPair, int kOne, typename Pair, typename One>
+void pairs_of_groups(const uint16_t* w, int64_t n_groups, int64_t group_elems, int64_t n_cols, bool pairs,
+                     Pair pair, One one) {
+  int64_t g = 0;
+  for (; pairs && g + 2 <= n_groups; g += 2) {
+    for_each_tile<kPair>(n_cols, [&](auto n, int64_t c) { pair(n, w + g * group_elems, w + (g + 1) * group_elems, c, g); });
+  }
+  for (; g < n_groups; ++g) for_each_tile<kOne>(n_cols, [&](auto n, int64_t c) { one(n, w + g * group_elems, c, g); });
+}
+
 // A k-quant GemmX16Fn over a run of n_groups groups of group_bytes: one column two
 // groups at a time (pair(w, group_bytes, nb, act, dst): decode reads them side by side,
 // kernels/x86_avx2/gemm_x16.cpp, "Decode in pairs"), everything else (other widths, an

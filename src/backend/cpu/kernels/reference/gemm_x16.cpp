@@ -158,11 +158,12 @@ void gemm_f16_group(const uint16_t* h, int64_t k, const float* x, size_t x_strid
   }
 }
 
-void gemm_f16(const void* w, int64_t n_groups, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
-              float* dst, size_t dst_stride) {
+// A GemmF16X16Fn / GemmBF16X16Fn made of a kernel for one group of 16-bit weights.
+template <typename X, void (*one)(const uint16_t*, int64_t, const X*, size_t, int64_t, float*, size_t)>
+void each_half_group(const void* w, int64_t n_groups, int64_t k, const X* x, size_t x_stride, int64_t n_cols,
+                     float* dst, size_t dst_stride) {
   for (int64_t g = 0; g < n_groups; ++g) {
-    gemm_f16_group(static_cast<const uint16_t*>(w) + g * kGroupRows * k, k, x, x_stride, n_cols, dst + g * kGroupRows,
-                   dst_stride);
+    one(static_cast<const uint16_t*>(w) + g * kGroupRows * k, k, x, x_stride, n_cols, dst + g * kGroupRows, dst_stride);
   }
 }
 
@@ -188,14 +189,6 @@ void gemm_bf16_group(const uint16_t* h, int64_t k, const uint16_t* x, size_t x_s
   }
 }
 
-void gemm_bf16(const void* w, int64_t n_groups, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols,
-               float* dst, size_t dst_stride) {
-  for (int64_t g = 0; g < n_groups; ++g) {
-    gemm_bf16_group(static_cast<const uint16_t*>(w) + g * kGroupRows * k, k, x, x_stride, n_cols, dst + g * kGroupRows,
-                    dst_stride);
-  }
-}
-
 }  // namespace
 
 // The 4-bit non-linear formats (gemm_x16_iq4.cpp).
@@ -209,13 +202,13 @@ const GemmKernels kGemmKernels = {
     .quantize_q8x = quantize_q8x,
     .gemm_q4_0_x16 = each_group<gemm<256, block_sum_q4_0>, sizeof(quant::BlockQ4_0)>,
     .gemm_q8_0_x16 = each_group<gemm<512, block_sum_q8_0>, sizeof(quant::BlockQ8_0)>,
-    .gemm_f16_x16 = gemm_f16,
+    .gemm_f16_x16 = each_half_group<float, gemm_f16_group>,
     .quantize_q8kx = quantize_q8kx,
     .gemm_q4_K_x16 = each_group<gemm_q4_K, sizeof(quant::BlockQ4_K)>,
     .gemm_q6_K_x16 = each_group<gemm_q6_K, sizeof(quant::BlockQ6_K)>,
     .gemm_iq4_nl_x16 = gemm_iq4_nl_x16,
     .gemm_iq4_xs_x16 = gemm_iq4_xs_x16,
-    .gemm_bf16_x16 = gemm_bf16,
+    .gemm_bf16_x16 = each_half_group<uint16_t, gemm_bf16_group>,
 };
 
 }  // namespace tessera::cpu::reference

@@ -506,21 +506,15 @@ void tile_f16_pair(const uint16_t* h, const uint16_t* g, int64_t k, const float*
 
 void gemm_f16(const void* w, int64_t n_groups, int64_t k, const float* x, size_t x_stride, int64_t n_cols,
               float* dst, size_t dst_stride) {
-  const auto* h = static_cast<const uint16_t*>(w);
-  const int64_t group = kGroupRows * k;  // elements
-  int64_t g = 0;
-  for (; g + 2 <= n_groups && n_cols > kF16DecodeCols; g += 2) {
-    for_each_tile<kF16PairCols>(n_cols, [&](auto n, int64_t c) {
-      tile_f16_pair<decltype(n)::value>(h + g * group, h + (g + 1) * group, k, x + c * x_stride, x_stride,
-                                        dst + c * dst_stride + g * kGroupRows, dst_stride);
-    });
-  }
-  for (; g < n_groups; ++g) {
-    for_each_tile<kF16Cols>(n_cols, [&](auto n, int64_t c) {
-      tile_f16<decltype(n)::value>(h + g * group, k, x + c * x_stride, x_stride, dst + c * dst_stride + g * kGroupRows,
-                                   dst_stride);
-    });
-  }
+  x86::pairs_of_groups<kF16PairCols, kF16Cols>(
+      static_cast<const uint16_t*>(w), n_groups, kGroupRows * k, n_cols, n_cols > kF16DecodeCols,
+      [&](auto n, const uint16_t* a, const uint16_t* b, int64_t c, int64_t g) {
+        tile_f16_pair<decltype(n)::value>(a, b, k, x + c * x_stride, x_stride, dst + c * dst_stride + g * kGroupRows,
+                                          dst_stride);
+      },
+      [&](auto n, const uint16_t* a, int64_t c, int64_t g) {
+        tile_f16<decltype(n)::value>(a, k, x + c * x_stride, x_stride, dst + c * dst_stride + g * kGroupRows, dst_stride);
+      });
 }
 
 }  // namespace

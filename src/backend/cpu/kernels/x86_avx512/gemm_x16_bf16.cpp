@@ -22,7 +22,6 @@
 namespace tessera::cpu::avx512 {
 namespace {
 
-using x86::for_each_tile;
 using x86::prefetch_stream;
 
 constexpr int kCols = 12;
@@ -107,21 +106,15 @@ void tile(const uint16_t* w, int64_t k, const uint16_t* x, size_t x_stride, floa
 
 void gemm_bf16_x16(const void* w, int64_t n_groups, int64_t k, const uint16_t* x, size_t x_stride, int64_t n_cols,
                    float* dst, size_t dst_stride) {
-  const auto* h = static_cast<const uint16_t*>(w);
-  const int64_t group = kGroupRows * k;  // elements
-  int64_t g = 0;
-  for (; g + 2 <= n_groups && n_cols > kDecodeCols; g += 2) {
-    for_each_tile<kPairCols>(n_cols, [&](auto n, int64_t c) {
-      tile_pair<decltype(n)::value>(h + g * group, h + (g + 1) * group, k, x + c * x_stride, x_stride,
-                                    dst + c * dst_stride + g * kGroupRows, dst_stride);
-    });
-  }
-  for (; g < n_groups; ++g) {
-    for_each_tile<kCols>(n_cols, [&](auto n, int64_t c) {
-      tile<decltype(n)::value>(h + g * group, k, x + c * x_stride, x_stride, dst + c * dst_stride + g * kGroupRows,
-                               dst_stride);
-    });
-  }
+  x86::pairs_of_groups<kPairCols, kCols>(
+      static_cast<const uint16_t*>(w), n_groups, kGroupRows * k, n_cols, n_cols > kDecodeCols,
+      [&](auto n, const uint16_t* a, const uint16_t* b, int64_t c, int64_t g) {
+        tile_pair<decltype(n)::value>(a, b, k, x + c * x_stride, x_stride, dst + c * dst_stride + g * kGroupRows,
+                                      dst_stride);
+      },
+      [&](auto n, const uint16_t* a, int64_t c, int64_t g) {
+        tile<decltype(n)::value>(a, k, x + c * x_stride, x_stride, dst + c * dst_stride + g * kGroupRows, dst_stride);
+      });
 }
 
 }  // namespace tessera::cpu::avx512
