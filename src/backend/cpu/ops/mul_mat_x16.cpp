@@ -120,8 +120,8 @@ size_t mul_mat_x16_work_size(const Tensor* node, int nth) {
 }
 
 // Quantizes src1 rows (quantized weights), rounds them to bf16 (BF16 weights) or packs
-// strided ones (F16 weights), split over
-// threads, into the activation rows at the start of the scratch (unless l.own).
+// strided ones (F16 weights), split over threads, into the activation rows at the start
+// of the scratch (unless l.own).
 bool mul_mat_x16_prepare(Tensor* node, const KernelParams& p) {
   const X16Layout l = layout_of(node);
   if (l.direct || l.own) return false;
@@ -175,7 +175,7 @@ void mul_mat_x16_compute(Tensor* node, const KernelParams& p) {
     }
   };
   // Whole tiles of every level's kernels: multiples of 24 quantized columns (tiles of 8
-  // and 24), 12 float or bf16 ones (tiles of 3 and 12; an F16 ffn_down row, k = 5632,
+  // and 24), 12 float or bf16 ones (tiles of 3, 6 and 12; an F16 ffn_down row, k = 5632,
   // leaves room for 45 columns: 36 read the weights from memory 14 times a prompt of 512,
   // not 21).
   const int64_t tile = l.quantized ? 24 : 12;
