@@ -116,9 +116,10 @@ TEST_P(MulMatTest, MatchesReference) { check_case(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Cases, MulMatTest, ::testing::ValuesIn(kMulMatCases));
 
-// F16 weights repacked: every level computes the same bits (gemm_kernels.h). Widths:
-// decode, two columns (one pass over both 8-row halves on AVX2), full tiles and tails of
-// 6 (AVX2) and 12 (AVX-512) columns; odd and even k (even only for BF16, whose layout
+// F16 and BF16 weights repacked: every level computes the same bits (gemm_kernels.h).
+// Widths: decode, two columns (one pass over both 8-row halves on AVX2), full tiles and
+// tails of 3 (AVX2), 6 (AVX-512, two groups: m = 32, 48) and 12 (AVX-512, one group:
+// m = 16, the odd third of 48) columns; odd and even k (even only for BF16, whose layout
 // holds pairs); a BF16 prompt past one K-block and one column block of the AVX2 kernel.
 const MulMatCase kHalfX16Cases[] = {
     {4097, 16, 1, 1, 1, 1, 1, F16, kC, kC, true}, {64, 32, 2, 1, 1, 1, 1, F16, kC, kC, true},
